@@ -1,0 +1,41 @@
+# lshsql: `make help` lists the targets. Every target creates .venv itself when it is missing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+CRAWL  ?= examples/crawl.warc.gz
+WORK   ?= work/example
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test test-fast lint bench clean
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+
+$(BIN)/lshsql: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+install: $(BIN)/lshsql  ## Create .venv and install lshsql with its test extras
+
+demo: install  ## Run the main job on the bundled example crawl and print what it found
+	$(BIN)/lshsql extract $(CRAWL) --work $(WORK) --quiet
+
+test: install  ## Run the whole test suite (uses ../shared/data where present)
+	$(BIN)/python -m pytest
+
+test-fast: install  ## Run the tests not marked slow
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: install  ## ruff check and format check
+	$(BIN)/pip install --quiet ruff
+	$(BIN)/ruff check lshsql tests bench
+	$(BIN)/ruff format --check lshsql tests bench
+
+bench: install  ## Benchmarks; results go to bench/RESULTS.md
+	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
+
+clean:  ## Remove .venv, work/ and caches
+	rm -rf $(VENV) work .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,31 @@
+"""lshsql: related and near-duplicate pages of a web crawl, by min-hash LSH in SQL (DuckDB).
+
+The stages run in this order; each reads the previous one's Parquet output in the work folder:
+    extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
+
+The public API is imported lazily, so `lshsql --help` does not pay for DuckDB, Arrow and lxml.
+"""
+
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_API = {
+    "extract": "lshsql.extract",
+    "ExtractParams": "lshsql.extract",
+    "ExtractSummary": "lshsql.extract",
+    "Resources": "lshsql.db",
+    "connect": "lshsql.db",
+    "LshsqlError": "lshsql.errors",
+    "InputError": "lshsql.errors",
+    "ParamError": "lshsql.errors",
+    "StageError": "lshsql.errors",
+}
+
+__all__ = [*_API, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        return getattr(import_module(_API[name]), name)
+    raise AttributeError(f"module 'lshsql' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from lshsql.cli import main
+
+main()

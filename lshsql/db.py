@@ -1,0 +1,69 @@
+"""DuckDB connections with every resource setting explicit: memory_limit, threads, temp_directory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from lshsql.errors import ParamError
+
+DEFAULT_MEMORY_FRACTION = 0.5
+
+
+def default_memory_limit() -> str:
+    """Half of the machine's RAM, in whole MB: leaves room for Python workers and the page cache."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "4GB"
+    return f"{int(total * DEFAULT_MEMORY_FRACTION) // 2**20}MB"
+
+
+def default_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Resources:
+    """How much of the machine a run may use; DuckDB spills to `temp_directory` beyond `memory_limit`."""
+
+    memory_limit: str = field(default_factory=default_memory_limit)
+    threads: int = field(default_factory=default_threads)
+    temp_directory: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ParamError(f"threads must be at least 1, got {self.threads}")
+
+
+@contextmanager
+def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open DuckDB with the run's settings; always closed, which also avoids DuckDB's leak warning."""
+    config = {
+        "memory_limit": resources.memory_limit,
+        "threads": resources.threads,
+        # Every materialization has an explicit ORDER BY, so DuckDB may reorder anything else.
+        "preserve_insertion_order": False,
+    }
+    if resources.temp_directory:
+        Path(resources.temp_directory).mkdir(parents=True, exist_ok=True)
+        config["temp_directory"] = str(resources.temp_directory)
+    try:
+        con = duckdb.connect(str(database), config=config)
+    except duckdb.Error as e:
+        raise ParamError(f"cannot open DuckDB with {config}: {e}") from None
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = None):
+    """The single value of a query. fetchall(), because DuckDB 2.0 keeps a half-fetched result open and
+    refuses the next call on the connection."""
+    return con.execute(query, params or {}).fetchall()[0][0]

@@ -1,0 +1,391 @@
+"""Stage `extract`: crawl -> DIR/pages.parquet, DIR/links.parquet, DIR/fragments/bucket=<i>/data.parquet.
+
+The main process reads records (sources.py) and hands batches of pages to a pool of worker processes,
+which parse them (anchors.py) and return Arrow batches; the main process streams those to intermediate
+Parquet. DuckDB then resolves duplicate captures and writes the final, ordered tables (sql/01..03), so
+the outputs are byte-identical whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+
+from lshsql import db, manifest, schemas, sqlfiles, urls
+from lshsql.anchors import parse_page, sniff_skip_reason
+from lshsql.errors import InputError, ParamError
+from lshsql.sources import Record, Source, iter_records, resolve_sources
+from lshsql.text import LANGUAGES, TextOptions, make_normalizer
+
+RAW_TABLES = ("pages", "links", "fragments")
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ExtractParams:
+    """What `extract` keeps of a crawl. Defaults follow Haveliwala et al. (2000): 8 words each side."""
+
+    window: int = 8
+    language: str = "en"
+    stem: bool = True
+    stopwords: bool = True
+    extra_stopwords: frozenset[str] = frozenset()
+    content: bool = False
+    buckets: int = 16
+    sort_query: bool = False
+    strip_tracking: bool = False
+    max_page_bytes: int = 32 * 2**20
+    base_url: str | None = None
+    batch_records: int = 128
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.window >= 0, f"window must be >= 0, got {self.window}"),
+            (self.language in LANGUAGES, f"unknown language '{self.language}' (choose {', '.join(LANGUAGES)})"),
+            (1 <= self.buckets <= 4096, f"buckets must be in 1..4096, got {self.buckets}"),
+            (self.max_page_bytes > 0, "max page size must be positive"),
+            (self.batch_records > 0, "batch size must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ParamError(message)
+
+    def text_options(self) -> TextOptions:
+        return TextOptions(self.language, self.stem, self.stopwords, self.extra_stopwords)
+
+    def url_options(self) -> urls.UrlOptions:
+        strip = urls.TRACKING_PARAMS if self.strip_tracking else frozenset()
+        return urls.UrlOptions(sort_query=self.sort_query, strip_params=strip)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        words = sorted(self.extra_stopwords)
+        data["extra_stopwords"] = {"n": len(words), "sha256": hashlib.sha256("\n".join(words).encode()).hexdigest()}
+        return data
+
+
+@dataclass(frozen=True)
+class ExtractSummary:
+    """Counts of one extraction: every record read is a used page or a skip with its reason."""
+
+    work: Path
+    records_read: int
+    pages_used: int
+    skipped: dict[str, int]
+    html_bytes: int
+    links: int
+    links_internal: int
+    links_external: int
+    links_skipped: dict[str, int]
+    fragments: dict[str, int]
+    urls_described: int
+    seconds: float = 0.0
+    files: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """The summary `lshsql extract` prints."""
+        mb = self.html_bytes / 1e6
+        rate = mb / self.seconds if self.seconds else 0.0
+        return [
+            f"files read:      {len(self.files)}",
+            f"records read:    {self.records_read} = {self.pages_used} pages used + "
+            f"{sum(self.skipped.values())} skipped",
+            *(f"  skipped {reason}: {n}" for reason, n in sorted(self.skipped.items())),
+            f"links:           {self.links} ({self.links_internal} internal, {self.links_external} external, "
+            f"{sum(self.links_skipped.values())} not followable)",
+            *(f"  link skipped {reason}: {n}" for reason, n in sorted(self.links_skipped.items())),
+            "fragments:       " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.fragments.items())),
+            f"URLs described:  {self.urls_described}",
+            f"time:            {self.seconds:.2f} s, {mb:.1f} MB of HTML, {rate:.1f} MB/s",
+            f"output:          {self.work}/pages.parquet, links.parquet, fragments/",
+        ]
+
+
+def extract(
+    crawl: list[str],
+    work: str | Path,
+    params: ExtractParams = ExtractParams(),
+    resources: db.Resources | None = None,
+    progress: Progress | None = None,
+) -> ExtractSummary:
+    """Extract anchor-window fragments, links and pages from crawls into `work`.
+
+    Args:
+        crawl: WARC/ARC files, folders of them, globs, JSON Lines files, or a folder of .html pages.
+        work: output folder (created).
+        params: what to extract; resources: DuckDB memory/threads and worker processes.
+        progress: called with (records read, HTML bytes read) after each batch.
+
+    Example:
+        >>> summary = extract(["examples/crawl.warc.gz"], "work")  # doctest: +SKIP
+        >>> summary.pages_used  # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    sources = resolve_sources(crawl, params.base_url)
+    work = Path(work)
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    raw_dir = work / "tmp" / "extract"
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    raw_dir.mkdir(parents=True)
+    n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
+    if n_read == 0:
+        raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
+    with db.connect(resources) as con:
+        summary = _finalize(con, raw_dir, work, params)
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    summary = ExtractSummary(**{**summary.__dict__, "seconds": time.perf_counter() - started,
+                                "files": [s.path for s in sources]})
+    _record(work, sources, params, summary)
+    if summary.pages_used == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
+        raise InputError(f"no usable HTML page among {summary.records_read} records ({reasons})")
+    return summary
+
+
+# --- reading and parsing ----------------------------------------------------------------------------
+
+
+def _parse_all(sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path,
+               progress: Progress | None) -> int:
+    """Parse every record into the three raw tables; returns the number of records read."""
+    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schemas.raw_schema(t)) for t in RAW_TABLES}
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pending: deque[Future | tuple] = deque()
+    n_read = n_bytes = 0
+    try:
+        for batch, skipped in _batches(sources, params):
+            n_read += len(batch) + len(skipped)
+            n_bytes += sum(len(r.body) for _, r in batch)
+            if skipped:
+                _write(writers, _skipped_rows(skipped))
+            if batch:
+                pending.append(pool.submit(parse_batch, batch, params) if pool else parse_batch(batch, params))
+            while len(pending) > 2 * workers:
+                _write(writers, _result(pending.popleft()))
+            if progress:
+                progress(n_read, n_bytes)
+        while pending:
+            _write(writers, _result(pending.popleft()))
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+        for writer in writers.values():
+            writer.close()
+    return n_read
+
+
+def _result(item: Future | tuple) -> tuple:
+    return item.result() if isinstance(item, Future) else item
+
+
+def _write(writers: dict[str, pq.ParquetWriter], batches: tuple[pa.RecordBatch, ...]) -> None:
+    for table, batch in zip(RAW_TABLES, batches, strict=True):
+        if batch.num_rows:
+            writers[table].write_batch(batch)
+
+
+def _batches(sources: list[Source], params: ExtractParams) -> Iterator[tuple[list, list]]:
+    """Group records into (pages to parse, records skipped while reading), each with its record_id."""
+    batch: list[tuple[int, Record]] = []
+    skipped: list[tuple[int, Record]] = []
+    size = 0
+    for file_no, source in enumerate(sources):
+        for record_no, record in enumerate(iter_records(source, params.max_page_bytes)):
+            item = ((file_no << 32) | record_no, record)
+            if record.skip_reason:
+                skipped.append(item)
+            else:
+                batch.append(item)
+                size += len(record.body)
+            if len(batch) >= params.batch_records or size >= 64 * 2**20 or len(skipped) >= 4096:
+                yield batch, skipped
+                batch, skipped, size = [], [], 0
+    if batch or skipped:
+        yield batch, skipped
+
+
+def _skipped_rows(items: list[tuple[int, Record]]) -> tuple[pa.RecordBatch, ...]:
+    pages = _Rows("pages")
+    for record_id, record in items:
+        pages.add_page(record_id, record, _canonical_or_raw(record.url), record.skip_reason)
+    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch()
+
+
+def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple[pa.RecordBatch, ...]:
+    """Parse a batch of pages (runs in a worker process); returns raw pages, links and fragments."""
+    normalize = _normalizer(params.text_options())
+    url_options = params.url_options()
+    pages, links, fragments = _Rows("pages"), _Rows("links"), _Rows("fragments")
+    for record_id, record in items:
+        try:
+            url = urls.canonicalize(record.url.strip("<> "), url_options)
+        except (urls.UrlError, AttributeError):
+            pages.add_page(record_id, record, record.url, "invalid_url")
+            continue
+        reason = sniff_skip_reason(record.body)
+        if reason:
+            pages.add_page(record_id, record, url, reason)
+            continue
+        try:
+            page = parse_page(record.body, url, record.content_type, params.window, url_options, params.content)
+        except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
+            pages.add_page(record_id, record, url, "parse_error")
+            continue
+        n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
+        pages.add_page(record_id, record, url, None, page.title, page.encoding, n_out)
+        fragments.add_fragment(record_id, url, "title", url, 0, normalize(page.title_words), params.buckets)
+        if params.content:
+            fragments.add_fragment(record_id, url, "content", url, 0, normalize(page.words), params.buckets)
+    return pages.batch(), links.batch(), fragments.batch()
+
+
+def _add_links(links: _Rows, fragments: _Rows, record_id: int, url: str, page_links: list,
+               normalize: Callable[[list[str]], list[str]], buckets: int) -> int:
+    n_out = 0
+    for position, link in enumerate(page_links):
+        internal = None
+        if link.target_url:
+            n_out += 1
+            internal = urls.is_internal(url, link.target_url)
+            terms = normalize(link.before + link.anchor + link.after)
+            fragments.add_fragment(record_id, link.target_url, "anchor", url, position, terms, buckets)
+        links.add(record_id=record_id, source_url=url, position=position, href=link.href,
+                  target_url=link.target_url, is_internal=internal, anchor_text=link.anchor_text,
+                  skip_reason=link.skip_reason)
+    return n_out
+
+
+@cache
+def _normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    return make_normalizer(options)
+
+
+def _canonical_or_raw(url: str | None) -> str | None:
+    if url is None:
+        return None
+    try:
+        return urls.canonicalize(url.strip("<> "))
+    except urls.UrlError:
+        return url
+
+
+def bucket_of(url: str, buckets: int) -> int:
+    """The paper's on-disk bucket of a URL: xxh64 (seed 0) of its UTF-8 bytes, modulo M."""
+    return xxhash.xxh64_intdigest(url.encode("utf-8")) % buckets
+
+
+def parse_warc_date(value: str | None) -> datetime | None:
+    """WARC-Date (ISO 8601, 'Z') or an ARC date (YYYYmmddHHMMSS) as an aware UTC datetime."""
+    if not value:
+        return None
+    try:
+        if value.isdigit():
+            return datetime.strptime(value[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+class _Rows:
+    """Column lists for one raw table, turned into one Arrow batch."""
+
+    def __init__(self, table: str) -> None:
+        self.schema = schemas.raw_schema(table)
+        self.columns: dict[str, list] = {name: [] for name in self.schema.names}
+
+    def add(self, **row) -> None:
+        for name, column in self.columns.items():
+            column.append(row[name])
+
+    def add_page(self, record_id: int, record: Record, url: str | None, reason: str | None,
+                 title: str | None = None, encoding: str | None = None, n_out_links: int | None = None) -> None:
+        self.add(record_id=record_id, url=url, record_type=record.record_type,
+                 warc_date=parse_warc_date(record.warc_date), status=record.status,
+                 content_type=record.content_type, encoding=encoding, n_bytes=record.n_bytes, title=title,
+                 n_out_links=n_out_links, source_file=record.source_file, source_offset=record.source_offset,
+                 skip_reason=reason)
+
+    def add_fragment(self, record_id: int, url: str, kind: str, source_url: str, position: int,
+                     terms: list[str], buckets: int) -> None:
+        self.add(record_id=record_id, url=url, bucket=bucket_of(url, buckets), kind=kind,
+                 source_url=source_url, position=position, terms=terms)
+
+    def batch(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pydict(self.columns, schema=self.schema)
+
+
+# --- finishing in DuckDB ----------------------------------------------------------------------------
+
+
+def _finalize(con, raw_dir: Path, work: Path, params: ExtractParams) -> ExtractSummary:
+    """Resolve duplicate captures and write the ordered final tables; count what was written."""
+    sqlfiles.register_inputs(con, {f"{t}_raw": str(raw_dir / f"{t}.parquet") for t in RAW_TABLES})
+    sqlfiles.materialize(con, sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
+    sqlfiles.register_inputs(con, {"pages": str(work / "pages.parquet")})
+    sqlfiles.materialize(con, sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
+    shutil.rmtree(work / "fragments", ignore_errors=True)
+    sqlfiles.materialize_partitioned(
+        con, sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", params.buckets
+    )
+    return _count(con, work)
+
+
+def _count(con, work: Path) -> ExtractSummary:
+    pages = con.execute(
+        "select skip_reason, count(*), sum(n_bytes) from read_parquet($p) group by all",
+        {"p": str(work / "pages.parquet")},
+    ).fetchall()
+    links = con.execute(
+        "select skip_reason, is_internal, count(*) from read_parquet($p) group by all",
+        {"p": str(work / "links.parquet")},
+    ).fetchall()
+    fragments = con.execute(
+        "select kind, count(*) from read_parquet($p) group by all",
+        {"p": str(work / "fragments" / "*" / "*.parquet")},
+    ).fetchall()
+    n_urls = db.scalar(
+        con, "select count(distinct url) from read_parquet($p)", {"p": str(work / "fragments" / "*" / "*.parquet")}
+    )
+    skipped = {reason: n for reason, n, _ in pages if reason}
+    used = [(n, size) for reason, n, size in pages if not reason]
+    link_counts = Counter({(reason, internal): n for reason, internal, n in links})
+    return ExtractSummary(
+        work=work,
+        records_read=sum(n for _, n, _ in pages),
+        pages_used=sum(n for n, _ in used),
+        skipped=skipped,
+        html_bytes=int(sum(size or 0 for _, size in used)),
+        links=sum(link_counts.values()),
+        links_internal=link_counts[(None, True)],
+        links_external=link_counts[(None, False)],
+        links_skipped={reason: n for (reason, _), n in link_counts.items() if reason},
+        fragments=dict(fragments),
+        urls_described=n_urls,
+    )
+
+
+def _record(work: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary) -> None:
+    inputs = []
+    for source in sources:
+        stat = Path(source.path).stat()
+        inputs.append({"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime})
+    counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
+    manifest.record_stage(work, "extract", {
+        "params": params.to_json(),
+        "inputs": inputs,
+        "counts": counts,
+        "seconds": round(summary.seconds, 3),
+    })

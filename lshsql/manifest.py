@@ -1,0 +1,41 @@
+"""The run manifest, `DIR/manifest.json`: per stage its parameters, inputs, versions, counts and timing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+
+
+def versions() -> dict[str, str]:
+    """Versions that can change outputs; recorded so a result can be traced to its software."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for package in ("lshsql", "duckdb", "pyarrow", "lxml", "nltk", "warcio", "w3lib", "tldextract", "xxhash"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def read(work: str | Path) -> dict[str, Any]:
+    path = Path(work) / MANIFEST
+    if not path.exists():
+        return {"stages": {}}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def record_stage(work: str | Path, stage: str, entry: dict[str, Any]) -> None:
+    """Store one stage's entry, replacing an older one; written atomically."""
+    data = read(work)
+    data["versions"] = versions()
+    data["stages"][stage] = entry
+    path = Path(work) / MANIFEST
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

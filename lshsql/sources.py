@@ -1,0 +1,314 @@
+"""Crawl inputs -> a stream of `Record`s: WARC/ARC files, folders of .html files, JSON Lines.
+
+Every record read is yielded once, either with a body to parse or with the reason it is skipped, so the
+extract stage can account for all of them. Readers do no HTML work; they run in the main process and feed
+the parsing workers.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lshsql.errors import InputError
+
+CRAWL_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".jsonl", ".jsonl.gz")
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+SKIPPED_RECORD_TYPES = {"request", "revisit", "metadata", "warcinfo", "resource", "conversion", "continuation"}
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record read from an input; `skip_reason` is set when it cannot be used, else `body` holds it."""
+
+    url: str | None
+    record_type: str
+    source_file: str
+    source_offset: int
+    warc_date: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    n_bytes: int = 0
+    body: bytes | None = None
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input to read: a crawl file, or a folder of .html pages."""
+
+    path: str
+    kind: str  # "warc" (also ARC), "jsonl" or "htmldir"
+    base_url: str | None = None
+
+
+def resolve_sources(paths: list[str], base_url: str | None = None) -> list[Source]:
+    """Expand files, folders and globs into sources in a stable order; raise InputError for bad paths."""
+    if not paths:
+        raise InputError("no crawl given")
+    sources: list[Source] = []
+    for raw in paths:
+        matches = [raw] if os.path.exists(raw) else sorted(glob.glob(raw, recursive=True))
+        if not matches:
+            raise InputError(f"{raw}: no such file or directory")
+        for path in matches:
+            sources.extend(_sources_at(path, base_url))
+    return sources
+
+
+def _sources_at(path: str, base_url: str | None) -> list[Source]:
+    if os.path.isdir(path):
+        if base_url is not None or os.path.exists(os.path.join(path, "manifest.jsonl")):
+            return [Source(path, "htmldir", base_url)]
+        files = sorted(str(p) for p in Path(path).rglob("*") if p.is_file() and _is_crawl_name(p.name))
+        if not files:
+            raise InputError(
+                f"{path}: folder has no .warc/.arc/.jsonl files "
+                "(for a folder of .html pages add manifest.jsonl or --base-url)"
+            )
+        return [Source(f, sniff_kind(f)) for f in files]
+    return [Source(path, sniff_kind(path))]
+
+
+def _is_crawl_name(name: str) -> bool:
+    return name.lower().endswith(CRAWL_SUFFIXES)
+
+
+def sniff_kind(path: str) -> str:
+    """Tell a WARC/ARC file from JSON Lines by its first bytes, not its name."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        if head[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as g:
+                head = g.read(64)
+    except (OSError, EOFError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    if not head.strip():
+        raise InputError(f"{path}: empty file, not a crawl")
+    stripped = head.lstrip()
+    if stripped.startswith((b"WARC/", b"filedesc://")):
+        return "warc"
+    if stripped.startswith(b"{"):
+        return "jsonl"
+    raise InputError(f"{path}: not a WARC, ARC or JSON Lines file")
+
+
+def iter_records(source: Source, max_bytes: int) -> Iterator[Record]:
+    """Yield every record of one source, in file order."""
+    if source.kind == "warc":
+        return _iter_warc(source.path, max_bytes)
+    if source.kind == "jsonl":
+        return _iter_jsonl(source.path, max_bytes)
+    return _iter_htmldir(source.path, source.base_url, max_bytes)
+
+
+# --- WARC / ARC --------------------------------------------------------------------------------------
+
+
+def _iter_warc(path: str, max_bytes: int) -> Iterator[Record]:
+    from warcio.exceptions import ArchiveLoadFailed
+
+    n_done = 0
+    try:
+        for record in _warc_records(path, max_bytes, decompress_whole=False):
+            n_done += 1
+            yield record
+    except ArchiveLoadFailed as e:
+        if "non-chunked gzip" not in str(e):
+            yield _read_error(path, n_done, e)
+            return
+        # A gzip file written as one member instead of one per record: read it as one stream.
+        # Offsets are then positions in the decompressed stream.
+        try:
+            for i, record in enumerate(_warc_records(path, max_bytes, decompress_whole=True)):
+                if i >= n_done:
+                    yield record
+        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as e2:
+            yield _read_error(path, n_done, e2)
+    except (OSError, EOFError, ValueError) as e:
+        yield _read_error(path, n_done, e)
+
+
+def _read_error(path: str, n_done: int, error: Exception) -> Record:
+    if n_done == 0:
+        raise InputError(f"{path}: not a readable WARC/ARC file: {_one_line(error)}")
+    return Record(None, "unreadable", path, -1, skip_reason="read_error")
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())[:200]
+
+
+def _warc_records(path: str, max_bytes: int, decompress_whole: bool) -> Iterator[Record]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    opener = gzip.open if decompress_whole else open
+    with opener(path, "rb") as f:
+        records = ArchiveIterator(f, arc2warc=True)
+        for rec in records:
+            record = _warc_record(rec, path, max_bytes)
+            # warcio knows the offset once the record's content is consumed or skipped.
+            offset = records.get_record_offset()
+            yield _with_offset(record, offset)
+
+
+def _with_offset(record: Record, offset: int) -> Record:
+    return Record(**{**record.__dict__, "source_offset": offset})
+
+
+def _warc_record(rec, path: str, max_bytes: int) -> Record:
+    headers = rec.rec_headers
+    url = headers.get_header("WARC-Target-URI")
+    base = {
+        "url": url,
+        "record_type": rec.rec_type,
+        "source_file": path,
+        "source_offset": -1,
+        "warc_date": headers.get_header("WARC-Date"),
+    }
+    if rec.rec_type != "response":
+        reason = rec.rec_type if rec.rec_type in SKIPPED_RECORD_TYPES else "other_record_type"
+        return Record(**base, skip_reason=reason)
+    http = rec.http_headers
+    if http is None:
+        return Record(**base, skip_reason="no_http_headers")
+    status = _status(http.get_statuscode())
+    content_type = http.get_header("Content-Type")
+    base.update(status=status, content_type=content_type)
+    reason = http_skip_reason(status, content_type)
+    if reason:
+        return Record(**base, skip_reason=reason)
+    body = rec.content_stream().read(max_bytes + 1)
+    if len(body) > max_bytes:
+        return Record(**base, n_bytes=len(body), skip_reason="too_large")
+    return Record(**base, n_bytes=len(body), body=body)
+
+
+def _status(code: str | None) -> int | None:
+    try:
+        return int(code) if code else None
+    except ValueError:
+        return None
+
+
+def http_skip_reason(status: int | None, content_type: str | None) -> str | None:
+    """Why an HTTP response is not used: `http_status` unless 200, `not_html` unless an HTML type."""
+    if status != 200:
+        return "http_status"
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media and media not in HTML_TYPES:
+        return "not_html"
+    return None
+
+
+# --- JSON Lines -------------------------------------------------------------------------------------
+
+
+def _iter_jsonl(path: str, max_bytes: int) -> Iterator[Record]:
+    opener = gzip.open if _is_gzip(path) else open
+    offset = 0
+    with opener(path, "rb") as f:
+        for line in f:
+            start, offset = offset, offset + len(line)
+            if not line.strip():
+                continue
+            yield _jsonl_record(line, path, start, max_bytes)
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _jsonl_record(line: bytes, path: str, offset: int, max_bytes: int) -> Record:
+    base = {"url": None, "record_type": "jsonl", "source_file": path, "source_offset": offset}
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return Record(**base, skip_reason="bad_json")
+    if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
+        return Record(**base, skip_reason="missing_url")
+    base["url"] = obj["url"]
+    html = obj.get("html")
+    if not isinstance(html, str):
+        return Record(**base, skip_reason="missing_html")
+    status = obj.get("status", 200)
+    content_type = obj.get("content_type", "text/html; charset=utf-8")
+    base.update(status=status if isinstance(status, int) else None, content_type=content_type)
+    reason = http_skip_reason(base["status"], content_type)
+    body = html.encode("utf-8")
+    if reason is None and len(body) > max_bytes:
+        reason = "too_large"
+    if reason:
+        return Record(**base, n_bytes=len(body), skip_reason=reason)
+    return Record(**base, n_bytes=len(body), body=body)
+
+
+# --- folder of .html files --------------------------------------------------------------------------
+
+
+def _iter_htmldir(folder: str, base_url: str | None, max_bytes: int) -> Iterator[Record]:
+    manifest = os.path.join(folder, "manifest.jsonl")
+    if os.path.exists(manifest):
+        entries = _manifest_entries(manifest)
+    else:
+        entries = _derived_entries(folder, base_url or "")
+    for url, rel, reason in entries:
+        path = os.path.join(folder, rel) if rel else manifest
+        if reason:
+            yield Record(url, "file", path, 0, skip_reason=reason)
+            continue
+        yield _file_record(url, path, max_bytes)
+
+
+def _manifest_entries(manifest: str) -> Iterator[tuple[str | None, str | None, str | None]]:
+    with open(manifest, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                yield None, None, "bad_json"
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
+                yield None, None, "missing_url"
+            elif not isinstance(obj.get("path"), str):
+                yield obj["url"], None, "missing_path"
+            else:
+                yield obj["url"], obj["path"], None
+
+
+_SLASHES = re.compile(r"[\\/]+")
+
+
+def _derived_entries(folder: str, base_url: str) -> Iterator[tuple[str, str, None]]:
+    from urllib.parse import quote, urljoin
+
+    root = Path(folder)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(HTML_SUFFIXES))
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    for p in files:
+        rel = _SLASHES.sub("/", str(p.relative_to(root)))
+        yield urljoin(base, quote(rel)), str(p.relative_to(root)), None
+
+
+def _file_record(url: str, path: str, max_bytes: int) -> Record:
+    base = {"url": url, "record_type": "file", "source_file": path, "source_offset": 0}
+    try:
+        with open(path, "rb") as f:
+            body = f.read(max_bytes + 1)
+    except OSError:
+        return Record(**base, skip_reason="missing_file")
+    base.update(status=200, content_type="text/html")
+    if len(body) > max_bytes:
+        return Record(**base, n_bytes=len(body), skip_reason="too_large")
+    return Record(**base, n_bytes=len(body), body=body)

@@ -1,0 +1,214 @@
+"""Words, stopwords and stems: turn the text around a link into the terms that get min-hashed.
+
+Pure functions, no I/O except reading the stopword lists shipped in lshsql/data/stopwords (cached).
+Nothing is ever downloaded: NLTK's Porter and Snowball stemmers are code, not corpora.
+
+Decisions:
+- A word is a letter followed by letters and combining marks (categories Mn, Mc, Me), so Devanagari,
+  Thai or decomposed accents stay whole. Python's \\w holds no marks, hence the generated mark class.
+  "Letter" is \\w minus digits (Nd), '_' and the numeric characters of the BMP (No/Nl such as ², ½, Ⅻ);
+  numeric characters outside the BMP still count as letters (excluding them would slow every match).
+  Apostrophes and hyphens split words: "don't" -> don, t.
+- Terms are folded: 'ё' -> 'е' in every word (any language), and the shipped Russian list is stored folded.
+  No other Unicode normalization (NFC, accent stripping) is done.
+- English stems every word with Porter (NLTK_EXTENSIONS mode, NLTK's default: its irregular-form pool and
+  fixes to the original paper); Porter leaves non-Latin words as they are. Russian stems a word made only
+  of Cyrillic letters (and combining marks) with Snowball 'russian' and every other word with Porter: NLTK's
+  Russian stemmer transliterates, so it would turn the Latin letters of a mixed word into Cyrillic ones.
+- Russian mode removes only Russian stopwords; English words on a Russian page keep their stopwords.
+- A stem that comes out empty (Snowball turns 'ь' into '') keeps the unstemmed word instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import itertools
+import os
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+LANGUAGES = ("en", "ru")
+
+_CACHE_SIZE = 200_000  # distinct words remembered per normalizer; the cache is emptied when it fills up
+
+
+def _ranges(code_points: Iterable[int]) -> str:
+    """Render code points as a regex character-class body of ranges, for the generated classes below."""
+    parts: list[str] = []
+    start = prev = -2
+    for cp in code_points:
+        if cp != prev + 1:
+            if start >= 0:
+                parts.append(f"\\U{start:08x}-\\U{prev:08x}")
+            start = cp
+        prev = cp
+    if start >= 0:
+        parts.append(f"\\U{start:08x}-\\U{prev:08x}")
+    return "".join(parts)
+
+
+def _word_pattern() -> str:
+    """Build WORD_RE's pattern from this Python's Unicode tables (about 20 ms, once per process)."""
+    bmp_marks: list[int] = []
+    astral_marks: list[int] = []
+    bmp_numerics: list[int] = []
+    is_word_char = re.compile(r"\w").match
+    # Marks live in planes 0, 1 and 14 only; planes 2 and 3 hold ideographs, which are letters.
+    for cp in itertools.chain(range(0x20000), range(0xE0000, 0xE1000)):
+        ch = chr(cp)
+        category = unicodedata.category(ch)
+        if category[0] == "M":
+            (bmp_marks if cp < 0x10000 else astral_marks).append(cp)
+        elif cp < 0x10000 and category in ("No", "Nl") and is_word_char(ch):
+            bmp_numerics.append(cp)
+    letter = f"[^\\W\\d_{_ranges(bmp_numerics)}]"
+    # Astral marks sit behind a cheap lookahead: their long range list is only tried for astral characters.
+    mark = f"(?:[{_ranges(bmp_marks)}]|(?=[\\U00010000-\\U0010ffff])[{_ranges(astral_marks)}])"
+    # Possessive quantifiers: no backtracking, as fast as a plain [^\W\d_]+ on Latin text.
+    return f"{letter}++(?:{mark}++{letter}*+)*+"
+
+
+WORD_RE: re.Pattern[str] = re.compile(_word_pattern())
+"""A word: a letter, then letters and combining marks; digits, '_', punctuation and spaces end it."""
+
+_CYRILLIC_WORD = re.compile(r"[\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f\u0300-\u036f]+")
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How words become terms: language (stopword list and stemmer), stemming, stopwords, minimum length."""
+
+    language: str = "en"
+    stem: bool = True
+    stopwords: bool = True
+    extra_stopwords: frozenset[str] = frozenset()
+    min_length: int = 1
+
+    def __post_init__(self) -> None:
+        """Reject an unknown language or a bad min_length early; accept any iterable of extra stopwords."""
+        _check_language(self.language)
+        if isinstance(self.min_length, bool) or not isinstance(self.min_length, int) or self.min_length < 0:
+            raise ValueError(f"min_length must be a whole number >= 0, got {self.min_length!r}")
+        if not isinstance(self.extra_stopwords, frozenset):
+            object.__setattr__(self, "extra_stopwords", frozenset(self.extra_stopwords))
+
+
+def _check_language(language: str) -> None:
+    """Raise the one-line error for a language without a stopword list and stemmer."""
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language '{language}' (choose {' or '.join(LANGUAGES)})")
+
+
+def _fold(word: str) -> str:
+    """Spell 'ё' as 'е', as most Russian text does, so both spellings give one term."""
+    return word.replace("ё", "е") if "ё" in word else word
+
+
+def words(text: str) -> list[str]:
+    """Lowercased words (letter runs, see WORD_RE) of text in reading order."""
+    return WORD_RE.findall(text.lower())
+
+
+def _parse_stopwords(text: str) -> frozenset[str]:
+    """Stopwords from list text: '#' starts a comment; each line's words (as words() splits them), folded."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        found.update(map(_fold, words(line.split("#", 1)[0])))
+    return frozenset(found)
+
+
+@functools.cache
+def load_stopwords(language: str) -> frozenset[str]:
+    """The stopword list shipped for language (lowercase, 'ё' folded), read once per process."""
+    _check_language(language)
+    folder = importlib.resources.files("lshsql").joinpath("data").joinpath("stopwords")
+    resource = folder.joinpath(f"{language}.txt")
+    return _parse_stopwords(resource.read_text(encoding="utf-8"))
+
+
+def read_stopword_file(path: str | os.PathLike[str]) -> frozenset[str]:
+    """A user's stopword list: one word per line, '#' comments and blank lines ignored; lowercased, folded.
+
+    A line that is not a single word adds each of its letter runs, the way the text is split ("don't" adds
+    "don" and "t"). Raises ValueError with a one-line message if the file cannot be read as UTF-8 text.
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"cannot read stopword list: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"cannot read stopword list: {e.strerror or type(e).__name__}") from None
+    return _parse_stopwords(text)
+
+
+def _make_stemmer(language: str) -> Callable[[str], str]:
+    """The stem function for language: Porter for English, Snowball for all-Cyrillic words in Russian."""
+    from nltk.stem.porter import PorterStemmer  # imported here: NLTK takes ~0.5 s to import
+
+    porter = PorterStemmer(PorterStemmer.NLTK_EXTENSIONS).stem
+    if language == "en":
+        return porter
+    from nltk.stem.snowball import SnowballStemmer
+
+    russian = SnowballStemmer("russian").stem  # ignore_stopwords=False: needs no corpus
+    is_cyrillic = _CYRILLIC_WORD.fullmatch
+
+    def stem(word: str) -> str:
+        """Russian stem of a Cyrillic word, Porter stem of any other."""
+        return russian(word) if is_cyrillic(word) else porter(word)
+
+    return stem
+
+
+def make_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    """A function from words (as from words()) to terms: stopwords and short words dropped, the rest stemmed.
+
+    The stopword set and stemmer are built once; each distinct word's outcome is cached (up to 200,000
+    words), so a warm call is a few C-level passes over the list. Order is preserved.
+    """
+    _check_language(options.language)
+    stops = load_stopwords(options.language) if options.stopwords else frozenset()
+    stops = stops | {_fold(w.lower()) for w in options.extra_stopwords}
+    min_length = options.min_length
+    stem = _make_stemmer(options.language) if options.stem else None
+    cache: dict[str, str] = {}  # word -> term, or "" for a dropped word
+    lookup = cache.get
+
+    def term_of(word: str) -> str:
+        """The term for one word, or "" to drop it (stopword checked on the unstemmed, folded word)."""
+        folded = _fold(word.lower())
+        if len(folded) < min_length or folded in stops:
+            return ""
+        return (stem(folded) or folded) if stem is not None else folded
+
+    def normalize(word_list: list[str]) -> list[str]:
+        """Terms of word_list, in order."""
+        found = list(map(lookup, word_list))
+        if None in found:  # some words not seen before (or since the cache was emptied)
+            for i, term in enumerate(found):
+                if term is None:
+                    word = word_list[i]
+                    term = lookup(word)
+                    if term is None:
+                        if len(cache) >= _CACHE_SIZE:
+                            cache.clear()
+                        term = cache[word] = term_of(word)
+                    found[i] = term
+        return list(filter(None, found))
+
+    return normalize
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    """One normalizer per distinct options, so terms() keeps its word cache between calls."""
+    return make_normalizer(options)
+
+
+def terms(text: str, options: TextOptions = TextOptions()) -> list[str]:
+    """Terms of text: make_normalizer(options)(words(text)), with the normalizer cached per options."""
+    return _cached_normalizer(options)(words(text))
