@@ -9,7 +9,6 @@ I/O, no stopwords or stemming (the caller normalizes words into terms).
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass
 
 import lxml.html
@@ -17,6 +16,7 @@ from lxml import etree
 
 from lshsql import urls
 from lshsql.text import WORD_RE
+from lshsql.text import words as words_of
 
 DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object", "svg"})
 # Elements that do not break a word: "<b>data</b>base" reads as one word, like a browser shows it.
@@ -29,6 +29,10 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
 MAX_ANCHOR_TEXT = 1000
+# Link boundaries in the serialized text: private-use characters, removed from the input beforehand.
+LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"
+_MARKER_SET = frozenset((LINK_OPEN, LINK_CLOSE))
+_MARKERS = re.compile(f"([{LINK_OPEN}{LINK_CLOSE}])")
 
 
 @dataclass(frozen=True)
@@ -93,15 +97,17 @@ def parse_page(
     text, encoding = decode_html(body, content_type)
     root = _parse(text)
     base = _base_url(root, url)
-    flow, spans = _linearize(root)
-    starts, words = _tokenize(flow)
-    links = [_link(href, start, end, flow, starts, words, window, base, url_options) for href, start, end in spans]
     title = _title(root)
-    return Page(title, _words(title), links, words if content else [], encoding)
+    parts, spans = _linearize(root)
+    offsets, words = _tokenize(parts)
+    links = [_link(href, i, j, parts, offsets, words, window, base, url_options) for href, i, j in spans]
+    return Page(title, words_of(title), links, words if content else [], encoding)
 
 
 def _parse(text: str) -> etree._Element:
     text = _XML_DECL.sub("", text, count=1)
+    if LINK_OPEN in text or LINK_CLOSE in text:
+        text = text.replace(LINK_OPEN, " ").replace(LINK_CLOSE, " ")
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
         return lxml.html.document_fromstring(text, parser=parser)
@@ -131,77 +137,81 @@ def _title(root: etree._Element) -> str:
     return ""
 
 
-def _words(text: str) -> list[str]:
-    return [m.group().lower() for m in WORD_RE.finditer(text)]
-
-
-def _linearize(root: etree._Element) -> tuple[str, list[tuple[str, int, int]]]:
-    """Lay out the visible text in reading order; return it with the character span of every link."""
-    pieces: list[str] = []
-    size = 0
+def _linearize(root: etree._Element) -> tuple[list[str], list[tuple[str, int, int]]]:
+    """Lay out the visible text in reading order as parts between link markers; return the parts and,
+    for every link, its href and the span of parts it covers. lxml walks and serializes in C: links are
+    marked with private-use characters, blocks padded with spaces, then the tree is read as text."""
+    etree.strip_elements(root, *DROPPED_TAGS, with_tail=False)
+    hrefs: list[str] = []
+    for el in root.iter():
+        tag = el.tag
+        if tag == "a":
+            href = el.get("href")
+            if href is not None:
+                hrefs.append(href)
+                _mark_link(el)
+        elif tag == "img":
+            alt = el.get("alt")
+            if alt:
+                el.tail = f" {alt} {el.tail or ''}"
+        elif tag not in INLINE_TAGS:
+            el.text = f" {el.text or ''}"
+            el.tail = f" {el.tail or ''}"
+    flow = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
+    parts = _MARKERS.split(flow)
     spans: list[tuple[str, int, int]] = []
-    open_links: dict[int, tuple[str, int]] = {}
-    stack: list[tuple[etree._Element, bool]] = [(root, False)]
-    while stack:
-        el, closing = stack.pop()
-        tag = el.tag if isinstance(el.tag, str) else ""
-        chunks: list[str] = []
-        if closing:
-            if id(el) in open_links:
-                href, start = open_links.pop(id(el))
-                spans.append((href, start, size))
-            if tag not in INLINE_TAGS:
-                chunks.append(" ")
-            if el.tail:
-                chunks.append(el.tail)
-        else:
-            stack.append((el, True))
-            if tag and tag not in DROPPED_TAGS:
-                if tag not in INLINE_TAGS:
-                    chunks.append(" ")
-                if tag == "a" and el.get("href") is not None:
-                    open_links[id(el)] = (el.get("href"), size + 1)
-                    chunks.append(" ")
-                elif tag == "img" and el.get("alt"):
-                    chunks.append(f" {el.get('alt')} ")
-                if el.text:
-                    chunks.append(el.text)
-                stack.extend((child, False) for child in reversed(el))
-        for chunk in chunks:
-            pieces.append(chunk)
-            size += len(chunk)
-    spans.sort(key=lambda span: span[1])
-    return "".join(pieces), spans
+    open_spans: list[int] = []
+    for i, part in enumerate(parts):
+        if part == LINK_OPEN:
+            open_spans.append(len(spans))
+            spans.append((hrefs[len(spans)], i, i))
+        elif part == LINK_CLOSE and open_spans:
+            j = open_spans.pop()
+            spans[j] = (spans[j][0], spans[j][1], i)
+    return parts, spans
 
 
-def _tokenize(flow: str) -> tuple[list[int], list[str]]:
-    starts: list[int] = []
+def _mark_link(el: etree._Element) -> None:
+    el.text = f"{LINK_OPEN}{el.text or ''}"
+    if len(el):
+        last = el[-1]
+        last.tail = f"{last.tail or ''}{LINK_CLOSE}"
+    else:
+        el.text = f"{el.text}{LINK_CLOSE}"
+
+
+def _tokenize(parts: list[str]) -> tuple[list[int], list[str]]:
+    """Words of every part; `offsets[i]` is the index of the first word of part i (one extra at the end)."""
+    offsets: list[int] = []
     words: list[str] = []
-    for m in WORD_RE.finditer(flow):
-        starts.append(m.start())
-        words.append(m.group().lower())
-    return starts, words
+    findall = WORD_RE.findall
+    for part in parts:
+        offsets.append(len(words))
+        if len(part) > 1 or part not in _MARKER_SET:
+            words.extend(findall(part.lower()))
+    offsets.append(len(words))
+    return offsets, words
 
 
 def _link(
     href: str,
-    start: int,
-    end: int,
-    flow: str,
-    starts: list[int],
+    first_part: int,
+    close_part: int,
+    parts: list[str],
+    offsets: list[int],
     words: list[str],
     window: int,
     base: str,
     url_options: urls.UrlOptions,
 ) -> Link:
-    first, stop = bisect_left(starts, start), bisect_left(starts, end)
-    anchor_text = _SPACES.sub(" ", flow[start:end]).strip()[:MAX_ANCHOR_TEXT]
+    first, stop = offsets[first_part], offsets[close_part]
+    anchor_text = _SPACES.sub(" ", "".join(p for p in parts[first_part + 1 : close_part] if p not in _MARKER_SET))
     target, reason = _target(href, base, url_options)
     return Link(
         href=href,
         target_url=target,
         skip_reason=reason,
-        anchor_text=anchor_text,
+        anchor_text=anchor_text.strip()[:MAX_ANCHOR_TEXT],
         before=words[max(0, first - window) : first],
         anchor=words[first:stop],
         after=words[stop : stop + window],

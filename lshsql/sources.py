@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,12 @@ def iter_records(source: Source, max_bytes: int) -> Iterator[Record]:
 
 
 def _iter_warc(path: str, max_bytes: int) -> Iterator[Record]:
+    """Records of a WARC or ARC file. A record warcio cannot parse ends the file: it is counted as one
+    `read_error` (what follows it cannot be found reliably), unless nothing was read, then it is an error."""
     from warcio.exceptions import ArchiveLoadFailed
+    from warcio.statusandheaders import StatusAndHeadersParserException
+
+    broken = (ArchiveLoadFailed, StatusAndHeadersParserException, OSError, EOFError, ValueError, zlib.error)
 
     n_done = 0
     try:
@@ -131,9 +137,9 @@ def _iter_warc(path: str, max_bytes: int) -> Iterator[Record]:
             for i, record in enumerate(_warc_records(path, max_bytes, decompress_whole=True)):
                 if i >= n_done:
                     yield record
-        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as e2:
+        except broken as e2:
             yield _read_error(path, n_done, e2)
-    except (OSError, EOFError, ValueError) as e:
+    except broken as e:
         yield _read_error(path, n_done, e)
 
 

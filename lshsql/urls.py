@@ -235,7 +235,11 @@ def resolve(href: str, base: str, options: UrlOptions = UrlOptions()) -> str | N
         raise UrlError(f"malformed link ({exc})") from exc
     if _scheme_of(joined) not in WEB_SCHEMES | {""}:  # a relative href on an ftp: or file: page
         return None
-    return canonicalize(joined, options)
+    return _canonicalize_cached(joined, options)
+
+
+# Links repeat across a site's pages (navigation, footers): resolving them from a cache is ~10x faster.
+_canonicalize_cached = functools.lru_cache(maxsize=2**16)(canonicalize)
 
 
 def host_of(url: str) -> str:
@@ -251,10 +255,16 @@ def _psl_extractor() -> tldextract.TLDExtract:
     return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
+@functools.lru_cache(maxsize=2**16)
 def registered_domain(url_or_host: str) -> str:
     """Return the registrable domain (eTLD+1) of a URL or host, so that a site's subdomains group together."""
     text = strip_whitespace(url_or_host)
-    host = host_of(text if "://" in text or text.startswith("//") else f"//{text}")
+    return _domain_of_host(host_of(text if "://" in text or text.startswith("//") else f"//{text}"))
+
+
+@functools.lru_cache(maxsize=2**14)
+def _domain_of_host(host: str) -> str:
+    """registered_domain of a canonical host; cached, since a crawl has far fewer hosts than links."""
     if host.startswith("[") or host.rpartition(".")[2].isdigit():  # IPv6, or IPv4 as browsers tell it
         return host
     extracted = _psl_extractor()(host)

@@ -1,0 +1,78 @@
+"""Shared fixtures: hand-built crawls written with warcio, paths to ../shared/data."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "data"
+EXAMPLE_CRAWL = REPO / "examples" / "crawl.warc.gz"
+
+
+def shared(*parts: str) -> Path:
+    """A file of ../shared/data; the test is skipped where the shared folder is not beside the repo."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    return path
+
+
+def html_response(url: str, html: str | bytes, status: str = "200 OK", content_type: str = "text/html; charset=utf-8",
+                  date: str = "2024-01-01T00:00:00Z", headers: list[tuple[str, str]] | None = None) -> dict:
+    body = html.encode("utf-8") if isinstance(html, str) else html
+    return {"type": "response", "url": url, "status": status, "content_type": content_type, "body": body,
+            "date": date, "headers": headers or []}
+
+
+def write_warc(path: Path, records: list[dict], compress: bool = True) -> Path:
+    """Write records (dicts from html_response, or {'type': 'request'|'revisit'|'metadata'|..., 'url': u})."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=compress)
+        writer.write_record(writer.create_warcinfo_record(path.name, {"software": "lshsql tests"}))
+        for rec in records:
+            warc_headers = {"WARC-Date": rec.get("date", "2024-01-01T00:00:00Z")}
+            if rec["type"] == "response":
+                http = StatusAndHeaders(rec["status"], [("Content-Type", rec["content_type"]), *rec["headers"]],
+                                        protocol="HTTP/1.1")
+                record = writer.create_warc_record(rec["url"], "response", payload=io.BytesIO(rec["body"]),
+                                                   http_headers=http, warc_headers_dict=warc_headers)
+            else:
+                payload = rec.get("payload", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if rec["type"] == "request"
+                                  else b"HTTP/1.1 200 OK\r\n\r\n" if rec["type"] == "revisit" else b"x")
+                record = writer.create_warc_record(rec["url"], rec["type"], payload=io.BytesIO(payload),
+                                                   warc_headers_dict=warc_headers)
+            writer.write_record(record)
+    return path
+
+
+def write_single_member_gzip(path: Path, records: list[dict]) -> Path:
+    """A WARC gzipped as one member, as some tools write it (warcio itself refuses to read these)."""
+    plain = write_warc(path.with_suffix(".plain"), records, compress=False)
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    return path
+
+
+def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_site() -> list[dict]:
+    """Three pages of one site linking to each other and out."""
+    return [
+        html_response("http://site.example/", "<title>Home</title><p>welcome to the <a href='/a.html'>apple "
+                      "orchard</a> and the <a href='b.html'>banana plantation</a> pages</p>"),
+        html_response("http://site.example/a.html", "<title>Apples</title><p>see <a href='/b.html'>bananas</a> "
+                      "or <a href='http://other.example/x'>other fruit</a></p>"),
+        html_response("http://site.example/b.html", "<title>Bananas</title><p>back <a href='/'>home</a></p>"),
+    ]

@@ -1,0 +1,214 @@
+"""`extract` end to end: hand-checked small crawls, the example crawl, the noisy crawls, every real WARC."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lshsql import db
+from lshsql.errors import InputError
+from lshsql.extract import ExtractParams, bucket_of, extract
+from tests.conftest import EXAMPLE_CRAWL, html_response, shared, write_jsonl, write_warc
+
+
+def rows(query: str, **params) -> list[tuple]:
+    with duckdb.connect() as con:
+        return con.execute(query, params).fetchall()
+
+
+def one_thread(work: Path) -> db.Resources:
+    return db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))
+
+
+def run(crawl: list, work: Path, threads: int = 1, **params):
+    resources = db.Resources(memory_limit="1GB", threads=threads, temp_directory=str(work / "tmp"))
+    return extract([str(c) for c in crawl], work, ExtractParams(**params), resources)
+
+
+def test_small_site_tables_are_as_worked_out_by_hand(tmp_path, small_site):
+    crawl = write_warc(tmp_path / "site.warc.gz", small_site)
+    summary = run([crawl], tmp_path / "w", window=2, buckets=4)
+    w = tmp_path / "w"
+    assert (summary.records_read, summary.pages_used, summary.skipped) == (4, 3, {"warcinfo": 1})
+    assert rows(f"select url, title, n_out_links, skip_reason from '{w}/pages.parquet' order by record_id") == [
+        (None, None, None, "warcinfo"),
+        ("http://site.example/", "Home", 2, None),
+        ("http://site.example/a.html", "Apples", 2, None),
+        ("http://site.example/b.html", "Bananas", 1, None),
+    ]
+    assert rows(f"select source_url, position, target_url, is_internal, anchor_text from '{w}/links.parquet'") == [
+        ("http://site.example/", 0, "http://site.example/a.html", True, "apple orchard"),
+        ("http://site.example/", 1, "http://site.example/b.html", True, "banana plantation"),
+        ("http://site.example/a.html", 0, "http://site.example/b.html", True, "bananas"),
+        ("http://site.example/a.html", 1, "http://other.example/x", False, "other fruit"),
+        ("http://site.example/b.html", 0, "http://site.example/", True, "home"),
+    ]
+    # Window 2 counts words as written, then stopwords go ("to", "the", "and", "or", "other", "see",
+    # "back" are on the Glasgow list) and Porter stems: "welcome to the [apple orchard] and the" -> appl orchard.
+    fragments = rows(f"select url, kind, source_url, terms from read_parquet('{w}/fragments/*/*.parquet') "
+                     "order by url, kind, source_url")
+    assert fragments == [
+        ("http://other.example/x", "anchor", "http://site.example/a.html", ["banana", "fruit"]),
+        ("http://site.example/", "anchor", "http://site.example/b.html", ["home"]),
+        ("http://site.example/", "title", "http://site.example/", ["home"]),
+        ("http://site.example/a.html", "anchor", "http://site.example/", ["appl", "orchard"]),
+        ("http://site.example/a.html", "title", "http://site.example/a.html", ["appl"]),
+        ("http://site.example/b.html", "anchor", "http://site.example/", ["banana", "plantat", "page"]),
+        ("http://site.example/b.html", "anchor", "http://site.example/a.html", ["banana"]),
+        ("http://site.example/b.html", "title", "http://site.example/b.html", ["banana"]),
+    ]
+
+
+def test_fragments_are_bucketed_by_a_stable_hash_of_the_url(tmp_path, small_site):
+    crawl = write_warc(tmp_path / "site.warc.gz", small_site)
+    run([crawl], tmp_path / "w", buckets=4)
+    for bucket in range(4):
+        urls = rows(f"select distinct url from '{tmp_path}/w/fragments/bucket={bucket}/data.parquet'")
+        assert all(bucket_of(url, 4) == bucket for (url,) in urls)
+    # Golden values: xxh64 (seed 0) is fixed by its specification, so buckets never move between versions.
+    assert bucket_of("", 1_000_003) == 0xEF46DB3751D8E999 % 1_000_003
+    assert bucket_of("http://site.example/", 2**63) == 18426470450300092296 % 2**63
+
+
+def test_latest_capture_of_a_url_wins(tmp_path):
+    crawl = write_warc(tmp_path / "dup.warc.gz", [
+        html_response("http://a.example/p", "<title>new</title>", date="2024-05-01T00:00:00Z"),
+        html_response("http://a.example/p", "<title>old</title>", date="2023-05-01T00:00:00Z"),
+        html_response("http://A.example:80/q#x", "<title>first</title>"),
+        html_response("http://a.example/q", "<title>second</title>"),
+    ])
+    summary = run([crawl], tmp_path / "w")
+    assert summary.skipped == {"warcinfo": 1, "duplicate_url": 2}
+    used = rows(f"select url, title from '{tmp_path}/w/pages.parquet' where skip_reason is null order by url")
+    assert used == [("http://a.example/p", "new"), ("http://a.example/q", "second")]
+    titles = rows(f"select terms from read_parquet('{tmp_path}/w/fragments/*/*.parquet') order by url")
+    assert titles == [(["new"],), (["second"],)]
+
+
+def test_books_balance_and_manifest_records_the_run(tmp_path):
+    summary = run([EXAMPLE_CRAWL], tmp_path / "w", threads=2)
+    manifest = json.loads((tmp_path / "w" / "manifest.json").read_text())
+    entry = manifest["stages"]["extract"]
+    assert entry["counts"]["records_read"] == summary.records_read
+    assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
+    assert entry["params"]["window"] == 8 and entry["inputs"][0]["path"] == str(EXAMPLE_CRAWL)
+    assert {"duckdb", "lshsql", "pyarrow"} <= set(manifest["versions"])
+    assert not (tmp_path / "w" / "tmp" / "extract").exists()
+
+
+def test_example_crawl_counts(tmp_path):
+    s = run([EXAMPLE_CRAWL], tmp_path / "w", threads=2)
+    assert (s.records_read, s.pages_used, s.skipped) == (121, 120, {"warcinfo": 1})
+    assert (s.links, s.links_internal, s.links_external) == (21057, 8549, 8510)
+    assert s.links_skipped == {"empty": 60, "fragment_only": 3926, "mailto": 12}
+    assert s.fragments == {"anchor": 17059, "title": 120}
+    assert s.urls_described == 4436
+    w = tmp_path / "w"
+    # In- and out-degree are a query away.
+    top = rows(f"select target_url, count(*) from '{w}/links.parquet' where target_url is not null "
+               "group by 1 order by 2 desc, 1 limit 1")
+    assert top[0][1] > 100
+
+
+def file_digests(work: Path) -> dict[str, str]:
+    files = [work / "pages.parquet", work / "links.parquet", *sorted((work / "fragments").rglob("*.parquet"))]
+    return {str(f.relative_to(work)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+def test_outputs_are_byte_identical_with_one_or_two_workers(tmp_path):
+    run([EXAMPLE_CRAWL], tmp_path / "one", threads=1)
+    run([EXAMPLE_CRAWL], tmp_path / "two", threads=2)
+    one, two = file_digests(tmp_path / "one"), file_digests(tmp_path / "two")
+    # source_file is the same path in both runs, so even pages.parquet must match.
+    assert one == two and len(one) == 18
+
+
+def test_options_change_what_is_extracted(tmp_path, small_site):
+    crawl = write_warc(tmp_path / "site.warc.gz", small_site)
+    run([crawl], tmp_path / "raw", window=0, stem=False, stopwords=False, content=True, buckets=1)
+    fragments = dict(rows(f"select kind || ' ' || source_url || ' ' || url, terms "
+                          f"from '{tmp_path}/raw/fragments/bucket=0/data.parquet'"))
+    assert fragments["anchor http://site.example/ http://site.example/a.html"] == ["apple", "orchard"]
+    assert fragments["content http://site.example/ http://site.example/"] == [
+        "welcome", "to", "the", "apple", "orchard", "and", "the", "banana", "plantation", "pages"]
+
+
+def test_jsonl_and_html_folder_inputs(tmp_path):
+    jsonl = write_jsonl(tmp_path / "pages.jsonl", [
+        {"url": "http://j.example/", "html": "<title>J</title><a href='/x'>x link</a>"},
+        "broken line",
+    ])
+    s = run([jsonl], tmp_path / "wj")
+    assert (s.records_read, s.pages_used, s.skipped) == (2, 1, {"bad_json": 1})
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<title>Index</title><a href='about.html'>about us</a>")
+    s = extract([str(site)], tmp_path / "wh", ExtractParams(base_url="http://h.example/"), one_thread(tmp_path))
+    assert s.pages_used == 1
+    assert rows(f"select target_url from '{tmp_path}/wh/links.parquet'") == [("http://h.example/about.html",)]
+
+
+def test_a_crawl_without_records_is_an_error(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "manifest.jsonl").write_text("\n")
+    with pytest.raises(InputError, match="empty crawl: no records in"):
+        run([tmp_path / "site"], tmp_path / "w")
+    empty = tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty file, not a crawl"):
+        run([empty], tmp_path / "w")
+
+
+def test_a_crawl_without_usable_pages_is_an_error(tmp_path):
+    crawl = write_warc(tmp_path / "c.warc.gz", [html_response("http://a.example/", "x", status="404 Not Found")])
+    with pytest.raises(InputError, match=r"no usable HTML page among 2 records \(1 http_status, 1 warcinfo\)"):
+        run([crawl], tmp_path / "w")
+
+
+NOISE_OUTCOME = {
+    "huge_line": None, "truncated": None, "messy_links": None, "gzip_encoded": None, "latin1": None,
+    "latin1_mislabeled": None, "request": "request", "revisit": "revisit", "binary_as_html": "binary_body",
+    "redirect_301": "http_status", "http_404": "http_status", "image": "not_html", "empty": "empty_body",
+    "duplicate": "duplicate_url",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["fixture-small.noisy.warc.gz", "postgresql15.noisy.warc.gz"])
+def test_every_injected_fault_is_used_or_counted(tmp_path, name):
+    crawl = shared("crawls", name)
+    noise = [json.loads(line) for line in Path(f"{crawl}.noise.jsonl").read_text().splitlines()]
+    summary = run([crawl], tmp_path / "w", threads=2)
+    assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
+    pages = f"{tmp_path}/w/pages.parquet"
+    for fault in noise:
+        found = rows(f"select record_type, skip_reason, encoding, title from '{pages}' where url = $url "
+                     "order by record_id", url=fault["url"])
+        outcomes = {(record_type, reason) for record_type, reason, _, _ in found}
+        expected = NOISE_OUTCOME[fault["noise"]]
+        assert (fault["warc_type"], expected) in outcomes, (fault, found)
+        if fault["noise"].startswith("latin1"):
+            [(_, _, encoding, title)] = [f for f in found if f[1] is None]
+            assert encoding == "cp1252" and "\ufffd" not in title
+        if fault["noise"] == "gzip_encoded":
+            assert found[0][3] and "\ufffd" not in found[0][3]
+    assert "parse_error" not in summary.skipped and "read_error" not in summary.skipped
+
+
+@pytest.mark.slow
+def test_every_real_warc_is_processed_without_a_crash(tmp_path):
+    root = shared("real-warc")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "LICENSE")
+    used = {}
+    for i, path in enumerate(files):
+        try:
+            used[path.name] = run([path], tmp_path / f"w{i}").pages_used
+        except InputError as e:
+            assert "no usable HTML page" in str(e), (path, e)
+            used[path.name] = 0
+    assert used["iana.warc.gz"] == 16 and used["warcfile.warc.gz"] == 16 and used["example.arc.gz"] == 1
+    assert used["example-bad-non-chunked.warc.gz"] == 1 and used["example-bad.warc.gz.bad"] == 1
