@@ -20,15 +20,26 @@ from lshsql.text import words as words_of
 
 DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object", "svg"})
 # Elements that do not break a word: "<b>data</b>base" reads as one word, like a browser shows it.
-INLINE_TAGS = frozenset(
-    "a abbr acronym b bdi bdo big cite code data del dfn em font i ins kbd mark q s samp small span "
-    "strike strong sub sup time tt u var wbr".split()
+INLINE_TAGS = frozenset({
+    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i",
+    "ins", "kbd", "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt",
+    "u", "var", "wbr",
+})  # fmt: skip
+BINARY_MAGIC = (
+    b"\x89PNG",
+    b"GIF8",
+    b"\xff\xd8\xff",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"RIFF",
+    b"\x00\x00\x01\x00",
 )
-BINARY_MAGIC = (b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"PK\x03\x04", b"\x1f\x8b", b"RIFF", b"\x00\x00\x01\x00")
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
 MAX_ANCHOR_TEXT = 1000
+DEFAULT_URL_OPTIONS = urls.UrlOptions()
 # Link boundaries in the serialized text: private-use characters, removed from the input beforehand.
 LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"
 _MARKER_SET = frozenset((LINK_OPEN, LINK_CLOSE))
@@ -90,7 +101,7 @@ def parse_page(
     url: str,
     content_type: str | None = None,
     window: int = 8,
-    url_options: urls.UrlOptions = urls.UrlOptions(),
+    url_options: urls.UrlOptions = DEFAULT_URL_OPTIONS,
     content: bool = False,
 ) -> Page:
     """Parse one page: title, every link with its window of `window` words each side, content words."""
@@ -205,7 +216,9 @@ def _link(
     url_options: urls.UrlOptions,
 ) -> Link:
     first, stop = offsets[first_part], offsets[close_part]
-    anchor_text = _SPACES.sub(" ", "".join(p for p in parts[first_part + 1 : close_part] if p not in _MARKER_SET))
+    anchor_text = _SPACES.sub(
+        " ", "".join(p for p in parts[first_part + 1 : close_part] if p not in _MARKER_SET)
+    )
     target, reason = _target(href, base, url_options)
     return Link(
         href=href,

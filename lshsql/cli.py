@@ -93,11 +93,18 @@ def _progress(quiet: bool):
 
 @app.command()
 def extract(
-    crawl: Annotated[list[str], typer.Argument(help="WARC/ARC files, folders or globs; JSON Lines (url, html); "
-                                                    "or a folder of .html files with manifest.jsonl.")],
+    crawl: Annotated[
+        list[str],
+        typer.Argument(
+            help="WARC/ARC files, folders or globs; JSON Lines (url, html); "
+            "or a folder of .html files with manifest.jsonl."
+        ),
+    ],
     work: Work,
     window: Annotated[int, typer.Option(help="Words taken before and after each link.")] = 8,
-    language: Annotated[str, typer.Option(help="Stopwords and stemmer: en (Porter) or ru (Snowball).")] = "en",
+    language: Annotated[
+        str, typer.Option(help="Stopwords and stemmer: en (Porter) or ru (Snowball).")
+    ] = "en",
     stem: Annotated[bool, typer.Option("--stem/--no-stem", help="Stem words.")] = True,
     stopwords: Annotated[bool, typer.Option("--stopwords/--no-stopwords", help="Drop stopwords.")] = True,
     extra_stopwords: Annotated[
@@ -106,13 +113,16 @@ def extract(
     content: Annotated[bool, typer.Option(help="Also keep each page's own words (kind 'content').")] = False,
     buckets: Annotated[int, typer.Option(help="M on-disk buckets of fragments, by hash of the URL.")] = 16,
     base_url: Annotated[
-        str | None, typer.Option(help="For a folder of .html files without manifest.jsonl: URL of the folder.")
+        str | None,
+        typer.Option(help="For a folder of .html files without manifest.jsonl: URL of the folder."),
     ] = None,
     sort_query: Annotated[bool, typer.Option(help="Sort query parameters when canonicalizing URLs.")] = False,
     strip_tracking: Annotated[
         bool, typer.Option(help="Remove tracking parameters (utm_*, gclid, fbclid, ...) from URLs.")
     ] = False,
-    max_page_mb: Annotated[float, typer.Option(help="Skip pages larger than this (reason too_large).")] = 32.0,
+    max_page_mb: Annotated[
+        float, typer.Option(help="Skip pages larger than this (reason too_large).")
+    ] = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     quiet: Quiet = False,
@@ -132,9 +142,17 @@ def extract(
         except (OSError, ValueError) as e:
             raise _input_error(f"{extra_stopwords}: {e}") from None
     params = ExtractParams(
-        window=window, language=language, stem=stem, stopwords=stopwords, extra_stopwords=extra,
-        content=content, buckets=buckets, sort_query=sort_query, strip_tracking=strip_tracking,
-        max_page_bytes=int(max_page_mb * 2**20), base_url=base_url,
+        window=window,
+        language=language,
+        stem=stem,
+        stopwords=stopwords,
+        extra_stopwords=extra,
+        content=content,
+        buckets=buckets,
+        sort_query=sort_query,
+        strip_tracking=strip_tracking,
+        max_page_bytes=int(max_page_mb * 2**20),
+        base_url=base_url,
     )
     summary = run_extract(crawl, work, params, _resources(work, threads, memory_limit), _progress(quiet))
     for line in summary.lines():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ import duckdb
 from lshsql.errors import ParamError
 
 DEFAULT_MEMORY_FRACTION = 0.5
+_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
 
 
 def default_memory_limit() -> str:
@@ -39,6 +41,8 @@ class Resources:
     def __post_init__(self) -> None:
         if self.threads < 1:
             raise ParamError(f"threads must be at least 1, got {self.threads}")
+        if not _MEMORY.match(self.memory_limit):
+            raise ParamError(f"memory limit '{self.memory_limit}' is not a size like 4GB or 512MB")
 
 
 @contextmanager

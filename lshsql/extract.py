@@ -53,7 +53,10 @@ class ExtractParams:
     def __post_init__(self) -> None:
         checks = [
             (self.window >= 0, f"window must be >= 0, got {self.window}"),
-            (self.language in LANGUAGES, f"unknown language '{self.language}' (choose {', '.join(LANGUAGES)})"),
+            (
+                self.language in LANGUAGES,
+                f"unknown language '{self.language}' (choose {', '.join(LANGUAGES)})",
+            ),
             (1 <= self.buckets <= 4096, f"buckets must be in 1..4096, got {self.buckets}"),
             (self.max_page_bytes > 0, "max page size must be positive"),
             (self.batch_records > 0, "batch size must be positive"),
@@ -72,7 +75,10 @@ class ExtractParams:
     def to_json(self) -> dict:
         data = asdict(self)
         words = sorted(self.extra_stopwords)
-        data["extra_stopwords"] = {"n": len(words), "sha256": hashlib.sha256("\n".join(words).encode()).hexdigest()}
+        data["extra_stopwords"] = {
+            "n": len(words),
+            "sha256": hashlib.sha256("\n".join(words).encode()).hexdigest(),
+        }
         return data
 
 
@@ -145,8 +151,9 @@ def extract(
     with db.connect(resources) as con:
         summary = _finalize(con, raw_dir, work, params)
     shutil.rmtree(raw_dir, ignore_errors=True)
-    summary = ExtractSummary(**{**summary.__dict__, "seconds": time.perf_counter() - started,
-                                "files": [s.path for s in sources]})
+    summary = ExtractSummary(
+        **{**summary.__dict__, "seconds": time.perf_counter() - started, "files": [s.path for s in sources]}
+    )
     _record(work, sources, params, summary)
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
@@ -157,8 +164,9 @@ def extract(
 # --- reading and parsing ----------------------------------------------------------------------------
 
 
-def _parse_all(sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path,
-               progress: Progress | None) -> int:
+def _parse_all(
+    sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path, progress: Progress | None
+) -> int:
     """Parse every record into the three raw tables; returns the number of records read."""
     writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schemas.raw_schema(t)) for t in RAW_TABLES}
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
@@ -171,7 +179,9 @@ def _parse_all(sources: list[Source], params: ExtractParams, workers: int, raw_d
             if skipped:
                 _write(writers, _skipped_rows(skipped))
             if batch:
-                pending.append(pool.submit(parse_batch, batch, params) if pool else parse_batch(batch, params))
+                pending.append(
+                    pool.submit(parse_batch, batch, params) if pool else parse_batch(batch, params)
+                )
             while len(pending) > 2 * workers:
                 _write(writers, _result(pending.popleft()))
             if progress:
@@ -239,7 +249,9 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
             pages.add_page(record_id, record, url, reason)
             continue
         try:
-            page = parse_page(record.body, url, record.content_type, params.window, url_options, params.content)
+            page = parse_page(
+                record.body, url, record.content_type, params.window, url_options, params.content
+            )
         except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
             pages.add_page(record_id, record, url, "parse_error")
             continue
@@ -251,8 +263,15 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
     return pages.batch(), links.batch(), fragments.batch()
 
 
-def _add_links(links: _Rows, fragments: _Rows, record_id: int, url: str, page_links: list,
-               normalize: Callable[[list[str]], list[str]], buckets: int) -> int:
+def _add_links(
+    links: _Rows,
+    fragments: _Rows,
+    record_id: int,
+    url: str,
+    page_links: list,
+    normalize: Callable[[list[str]], list[str]],
+    buckets: int,
+) -> int:
     n_out = 0
     for position, link in enumerate(page_links):
         internal = None
@@ -261,9 +280,16 @@ def _add_links(links: _Rows, fragments: _Rows, record_id: int, url: str, page_li
             internal = urls.is_internal(url, link.target_url)
             terms = normalize(link.before + link.anchor + link.after)
             fragments.add_fragment(record_id, link.target_url, "anchor", url, position, terms, buckets)
-        links.add(record_id=record_id, source_url=url, position=position, href=link.href,
-                  target_url=link.target_url, is_internal=internal, anchor_text=link.anchor_text,
-                  skip_reason=link.skip_reason)
+        links.add(
+            record_id=record_id,
+            source_url=url,
+            position=position,
+            href=link.href,
+            target_url=link.target_url,
+            is_internal=internal,
+            anchor_text=link.anchor_text,
+            skip_reason=link.skip_reason,
+        )
     return n_out
 
 
@@ -310,18 +336,51 @@ class _Rows:
         for name, column in self.columns.items():
             column.append(row[name])
 
-    def add_page(self, record_id: int, record: Record, url: str | None, reason: str | None,
-                 title: str | None = None, encoding: str | None = None, n_out_links: int | None = None) -> None:
-        self.add(record_id=record_id, url=url, record_type=record.record_type,
-                 warc_date=parse_warc_date(record.warc_date), status=record.status,
-                 content_type=record.content_type, encoding=encoding, n_bytes=record.n_bytes, title=title,
-                 n_out_links=n_out_links, source_file=record.source_file, source_offset=record.source_offset,
-                 skip_reason=reason)
+    def add_page(
+        self,
+        record_id: int,
+        record: Record,
+        url: str | None,
+        reason: str | None,
+        title: str | None = None,
+        encoding: str | None = None,
+        n_out_links: int | None = None,
+    ) -> None:
+        self.add(
+            record_id=record_id,
+            url=url,
+            record_type=record.record_type,
+            warc_date=parse_warc_date(record.warc_date),
+            status=record.status,
+            content_type=record.content_type,
+            encoding=encoding,
+            n_bytes=record.n_bytes,
+            title=title,
+            n_out_links=n_out_links,
+            source_file=record.source_file,
+            source_offset=record.source_offset,
+            skip_reason=reason,
+        )
 
-    def add_fragment(self, record_id: int, url: str, kind: str, source_url: str, position: int,
-                     terms: list[str], buckets: int) -> None:
-        self.add(record_id=record_id, url=url, bucket=bucket_of(url, buckets), kind=kind,
-                 source_url=source_url, position=position, terms=terms)
+    def add_fragment(
+        self,
+        record_id: int,
+        url: str,
+        kind: str,
+        source_url: str,
+        position: int,
+        terms: list[str],
+        buckets: int,
+    ) -> None:
+        self.add(
+            record_id=record_id,
+            url=url,
+            bucket=bucket_of(url, buckets),
+            kind=kind,
+            source_url=source_url,
+            position=position,
+            terms=terms,
+        )
 
     def batch(self) -> pa.RecordBatch:
         return pa.RecordBatch.from_pydict(self.columns, schema=self.schema)
@@ -357,7 +416,9 @@ def _count(con, work: Path) -> ExtractSummary:
         {"p": str(work / "fragments" / "*" / "*.parquet")},
     ).fetchall()
     n_urls = db.scalar(
-        con, "select count(distinct url) from read_parquet($p)", {"p": str(work / "fragments" / "*" / "*.parquet")}
+        con,
+        "select count(distinct url) from read_parquet($p)",
+        {"p": str(work / "fragments" / "*" / "*.parquet")},
     )
     skipped = {reason: n for reason, n, _ in pages if reason}
     used = [(n, size) for reason, n, size in pages if not reason]
@@ -381,11 +442,17 @@ def _record(work: Path, sources: list[Source], params: ExtractParams, summary: E
     inputs = []
     for source in sources:
         stat = Path(source.path).stat()
-        inputs.append({"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime})
+        inputs.append(
+            {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}
+        )
     counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
-    manifest.record_stage(work, "extract", {
-        "params": params.to_json(),
-        "inputs": inputs,
-        "counts": counts,
-        "seconds": round(summary.seconds, 3),
-    })
+    manifest.record_stage(
+        work,
+        "extract",
+        {
+            "params": params.to_json(),
+            "inputs": inputs,
+            "counts": counts,
+            "seconds": round(summary.seconds, 3),
+        },
+    )

@@ -11,7 +11,11 @@ import pyarrow as pa
 COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     "pages": [
         ("record_id", pa.int64(), "input order: file number * 2^32 + record number in the file"),
-        ("url", pa.string(), "canonical URL of the record (raw WARC-Target-URI if it cannot be canonicalized)"),
+        (
+            "url",
+            pa.string(),
+            "canonical URL of the record (raw WARC-Target-URI if it cannot be canonicalized)",
+        ),
         ("record_type", pa.string(), "WARC record type (response, request, revisit, ...), 'file' or 'jsonl'"),
         ("warc_date", pa.timestamp("us", tz="UTC"), "capture time (WARC-Date), null if absent"),
         ("status", pa.int32(), "HTTP status code"),
@@ -21,8 +25,12 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("title", pa.string(), "text of <title>, whitespace collapsed"),
         ("n_out_links", pa.int32(), "number of followable links (<a href> with a web target) on the page"),
         ("source_file", pa.string(), "file the record was read from"),
-        ("source_offset", pa.int64(), "byte offset of the record in source_file (decompressed stream for "
-         "single-member gzip files; line offset for JSON Lines)"),
+        (
+            "source_offset",
+            pa.int64(),
+            "byte offset of the record in source_file (decompressed stream for "
+            "single-member gzip files; line offset for JSON Lines)",
+        ),
         ("skip_reason", pa.string(), "why the record is not used; null for a used page"),
     ],
     "links": [
@@ -31,8 +39,16 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("href", pa.string(), "the href attribute as written"),
         ("target_url", pa.string(), "canonical absolute target (after <base href>); null when skipped"),
         ("is_internal", pa.bool_(), "target has the same registered domain as the source"),
-        ("anchor_text", pa.string(), "text of the anchor (with alt text of images in it), whitespace collapsed"),
-        ("skip_reason", pa.string(), "why the link gives no fragment (javascript, mailto, ...); null if used"),
+        (
+            "anchor_text",
+            pa.string(),
+            "text of the anchor (with alt text of images in it), whitespace collapsed",
+        ),
+        (
+            "skip_reason",
+            pa.string(),
+            "why the link gives no fragment (javascript, mailto, ...); null if used",
+        ),
     ],
     "fragments": [
         ("url", pa.string(), "the URL described: the link target, or the page itself for title/content"),

@@ -22,7 +22,15 @@ from lshsql.errors import InputError
 CRAWL_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".jsonl", ".jsonl.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-SKIPPED_RECORD_TYPES = {"request", "revisit", "metadata", "warcinfo", "resource", "conversion", "continuation"}
+SKIPPED_RECORD_TYPES = {
+    "request",
+    "revisit",
+    "metadata",
+    "warcinfo",
+    "resource",
+    "conversion",
+    "continuation",
+}
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,24 @@ def shared(*parts: str) -> Path:
     return path
 
 
-def html_response(url: str, html: str | bytes, status: str = "200 OK", content_type: str = "text/html; charset=utf-8",
-                  date: str = "2024-01-01T00:00:00Z", headers: list[tuple[str, str]] | None = None) -> dict:
+def html_response(
+    url: str,
+    html: str | bytes,
+    status: str = "200 OK",
+    content_type: str = "text/html; charset=utf-8",
+    date: str = "2024-01-01T00:00:00Z",
+    headers: list[tuple[str, str]] | None = None,
+) -> dict:
     body = html.encode("utf-8") if isinstance(html, str) else html
-    return {"type": "response", "url": url, "status": status, "content_type": content_type, "body": body,
-            "date": date, "headers": headers or []}
+    return {
+        "type": "response",
+        "url": url,
+        "status": status,
+        "content_type": content_type,
+        "body": body,
+        "date": date,
+        "headers": headers or [],
+    }
 
 
 def write_warc(path: Path, records: list[dict], compress: bool = True) -> Path:
@@ -40,15 +53,30 @@ def write_warc(path: Path, records: list[dict], compress: bool = True) -> Path:
         for rec in records:
             warc_headers = {"WARC-Date": rec.get("date", "2024-01-01T00:00:00Z")}
             if rec["type"] == "response":
-                http = StatusAndHeaders(rec["status"], [("Content-Type", rec["content_type"]), *rec["headers"]],
-                                        protocol="HTTP/1.1")
-                record = writer.create_warc_record(rec["url"], "response", payload=io.BytesIO(rec["body"]),
-                                                   http_headers=http, warc_headers_dict=warc_headers)
+                http = StatusAndHeaders(
+                    rec["status"],
+                    [("Content-Type", rec["content_type"]), *rec["headers"]],
+                    protocol="HTTP/1.1",
+                )
+                record = writer.create_warc_record(
+                    rec["url"],
+                    "response",
+                    payload=io.BytesIO(rec["body"]),
+                    http_headers=http,
+                    warc_headers_dict=warc_headers,
+                )
             else:
-                payload = rec.get("payload", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if rec["type"] == "request"
-                                  else b"HTTP/1.1 200 OK\r\n\r\n" if rec["type"] == "revisit" else b"x")
-                record = writer.create_warc_record(rec["url"], rec["type"], payload=io.BytesIO(payload),
-                                                   warc_headers_dict=warc_headers)
+                payload = rec.get(
+                    "payload",
+                    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+                    if rec["type"] == "request"
+                    else b"HTTP/1.1 200 OK\r\n\r\n"
+                    if rec["type"] == "revisit"
+                    else b"x",
+                )
+                record = writer.create_warc_record(
+                    rec["url"], rec["type"], payload=io.BytesIO(payload), warc_headers_dict=warc_headers
+                )
             writer.write_record(record)
     return path
 
@@ -62,7 +90,9 @@ def write_single_member_gzip(path: Path, records: list[dict]) -> Path:
 
 
 def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -70,9 +100,15 @@ def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
 def small_site() -> list[dict]:
     """Three pages of one site linking to each other and out."""
     return [
-        html_response("http://site.example/", "<title>Home</title><p>welcome to the <a href='/a.html'>apple "
-                      "orchard</a> and the <a href='b.html'>banana plantation</a> pages</p>"),
-        html_response("http://site.example/a.html", "<title>Apples</title><p>see <a href='/b.html'>bananas</a> "
-                      "or <a href='http://other.example/x'>other fruit</a></p>"),
+        html_response(
+            "http://site.example/",
+            "<title>Home</title><p>welcome to the <a href='/a.html'>apple "
+            "orchard</a> and the <a href='b.html'>banana plantation</a> pages</p>",
+        ),
+        html_response(
+            "http://site.example/a.html",
+            "<title>Apples</title><p>see <a href='/b.html'>bananas</a> "
+            "or <a href='http://other.example/x'>other fruit</a></p>",
+        ),
         html_response("http://site.example/b.html", "<title>Bananas</title><p>back <a href='/'>home</a></p>"),
     ]

@@ -34,13 +34,17 @@ def test_small_site_tables_are_as_worked_out_by_hand(tmp_path, small_site):
     summary = run([crawl], tmp_path / "w", window=2, buckets=4)
     w = tmp_path / "w"
     assert (summary.records_read, summary.pages_used, summary.skipped) == (4, 3, {"warcinfo": 1})
-    assert rows(f"select url, title, n_out_links, skip_reason from '{w}/pages.parquet' order by record_id") == [
+    assert rows(
+        f"select url, title, n_out_links, skip_reason from '{w}/pages.parquet' order by record_id"
+    ) == [
         (None, None, None, "warcinfo"),
         ("http://site.example/", "Home", 2, None),
         ("http://site.example/a.html", "Apples", 2, None),
         ("http://site.example/b.html", "Bananas", 1, None),
     ]
-    assert rows(f"select source_url, position, target_url, is_internal, anchor_text from '{w}/links.parquet'") == [
+    assert rows(
+        f"select source_url, position, target_url, is_internal, anchor_text from '{w}/links.parquet'"
+    ) == [
         ("http://site.example/", 0, "http://site.example/a.html", True, "apple orchard"),
         ("http://site.example/", 1, "http://site.example/b.html", True, "banana plantation"),
         ("http://site.example/a.html", 0, "http://site.example/b.html", True, "bananas"),
@@ -49,8 +53,10 @@ def test_small_site_tables_are_as_worked_out_by_hand(tmp_path, small_site):
     ]
     # Window 2 counts words as written, then stopwords go ("to", "the", "and", "or", "other", "see",
     # "back" are on the Glasgow list) and Porter stems: "welcome to the [apple orchard] and the" -> appl orchard.
-    fragments = rows(f"select url, kind, source_url, terms from read_parquet('{w}/fragments/*/*.parquet') "
-                     "order by url, kind, source_url")
+    fragments = rows(
+        f"select url, kind, source_url, terms from read_parquet('{w}/fragments/*/*.parquet') "
+        "order by url, kind, source_url"
+    )
     assert fragments == [
         ("http://other.example/x", "anchor", "http://site.example/a.html", ["banana", "fruit"]),
         ("http://site.example/", "anchor", "http://site.example/b.html", ["home"]),
@@ -75,12 +81,15 @@ def test_fragments_are_bucketed_by_a_stable_hash_of_the_url(tmp_path, small_site
 
 
 def test_latest_capture_of_a_url_wins(tmp_path):
-    crawl = write_warc(tmp_path / "dup.warc.gz", [
-        html_response("http://a.example/p", "<title>new</title>", date="2024-05-01T00:00:00Z"),
-        html_response("http://a.example/p", "<title>old</title>", date="2023-05-01T00:00:00Z"),
-        html_response("http://A.example:80/q#x", "<title>first</title>"),
-        html_response("http://a.example/q", "<title>second</title>"),
-    ])
+    crawl = write_warc(
+        tmp_path / "dup.warc.gz",
+        [
+            html_response("http://a.example/p", "<title>new</title>", date="2024-05-01T00:00:00Z"),
+            html_response("http://a.example/p", "<title>old</title>", date="2023-05-01T00:00:00Z"),
+            html_response("http://A.example:80/q#x", "<title>first</title>"),
+            html_response("http://a.example/q", "<title>second</title>"),
+        ],
+    )
     summary = run([crawl], tmp_path / "w")
     assert summary.skipped == {"warcinfo": 1, "duplicate_url": 2}
     used = rows(f"select url, title from '{tmp_path}/w/pages.parquet' where skip_reason is null order by url")
@@ -109,8 +118,10 @@ def test_example_crawl_counts(tmp_path):
     assert s.urls_described == 4436
     w = tmp_path / "w"
     # In- and out-degree are a query away.
-    top = rows(f"select target_url, count(*) from '{w}/links.parquet' where target_url is not null "
-               "group by 1 order by 2 desc, 1 limit 1")
+    top = rows(
+        f"select target_url, count(*) from '{w}/links.parquet' where target_url is not null "
+        "group by 1 order by 2 desc, 1 limit 1"
+    )
     assert top[0][1] > 100
 
 
@@ -130,24 +141,43 @@ def test_outputs_are_byte_identical_with_one_or_two_workers(tmp_path):
 def test_options_change_what_is_extracted(tmp_path, small_site):
     crawl = write_warc(tmp_path / "site.warc.gz", small_site)
     run([crawl], tmp_path / "raw", window=0, stem=False, stopwords=False, content=True, buckets=1)
-    fragments = dict(rows(f"select kind || ' ' || source_url || ' ' || url, terms "
-                          f"from '{tmp_path}/raw/fragments/bucket=0/data.parquet'"))
+    fragments = dict(
+        rows(
+            f"select kind || ' ' || source_url || ' ' || url, terms "
+            f"from '{tmp_path}/raw/fragments/bucket=0/data.parquet'"
+        )
+    )
     assert fragments["anchor http://site.example/ http://site.example/a.html"] == ["apple", "orchard"]
     assert fragments["content http://site.example/ http://site.example/"] == [
-        "welcome", "to", "the", "apple", "orchard", "and", "the", "banana", "plantation", "pages"]
+        "welcome",
+        "to",
+        "the",
+        "apple",
+        "orchard",
+        "and",
+        "the",
+        "banana",
+        "plantation",
+        "pages",
+    ]
 
 
 def test_jsonl_and_html_folder_inputs(tmp_path):
-    jsonl = write_jsonl(tmp_path / "pages.jsonl", [
-        {"url": "http://j.example/", "html": "<title>J</title><a href='/x'>x link</a>"},
-        "broken line",
-    ])
+    jsonl = write_jsonl(
+        tmp_path / "pages.jsonl",
+        [
+            {"url": "http://j.example/", "html": "<title>J</title><a href='/x'>x link</a>"},
+            "broken line",
+        ],
+    )
     s = run([jsonl], tmp_path / "wj")
     assert (s.records_read, s.pages_used, s.skipped) == (2, 1, {"bad_json": 1})
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text("<title>Index</title><a href='about.html'>about us</a>")
-    s = extract([str(site)], tmp_path / "wh", ExtractParams(base_url="http://h.example/"), one_thread(tmp_path))
+    s = extract(
+        [str(site)], tmp_path / "wh", ExtractParams(base_url="http://h.example/"), one_thread(tmp_path)
+    )
     assert s.pages_used == 1
     assert rows(f"select target_url from '{tmp_path}/wh/links.parquet'") == [("http://h.example/about.html",)]
 
@@ -164,15 +194,29 @@ def test_a_crawl_without_records_is_an_error(tmp_path):
 
 
 def test_a_crawl_without_usable_pages_is_an_error(tmp_path):
-    crawl = write_warc(tmp_path / "c.warc.gz", [html_response("http://a.example/", "x", status="404 Not Found")])
-    with pytest.raises(InputError, match=r"no usable HTML page among 2 records \(1 http_status, 1 warcinfo\)"):
+    crawl = write_warc(
+        tmp_path / "c.warc.gz", [html_response("http://a.example/", "x", status="404 Not Found")]
+    )
+    with pytest.raises(
+        InputError, match=r"no usable HTML page among 2 records \(1 http_status, 1 warcinfo\)"
+    ):
         run([crawl], tmp_path / "w")
 
 
 NOISE_OUTCOME = {
-    "huge_line": None, "truncated": None, "messy_links": None, "gzip_encoded": None, "latin1": None,
-    "latin1_mislabeled": None, "request": "request", "revisit": "revisit", "binary_as_html": "binary_body",
-    "redirect_301": "http_status", "http_404": "http_status", "image": "not_html", "empty": "empty_body",
+    "huge_line": None,
+    "truncated": None,
+    "messy_links": None,
+    "gzip_encoded": None,
+    "latin1": None,
+    "latin1_mislabeled": None,
+    "request": "request",
+    "revisit": "revisit",
+    "binary_as_html": "binary_body",
+    "redirect_301": "http_status",
+    "http_404": "http_status",
+    "image": "not_html",
+    "empty": "empty_body",
     "duplicate": "duplicate_url",
 }
 
@@ -186,8 +230,11 @@ def test_every_injected_fault_is_used_or_counted(tmp_path, name):
     assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
     pages = f"{tmp_path}/w/pages.parquet"
     for fault in noise:
-        found = rows(f"select record_type, skip_reason, encoding, title from '{pages}' where url = $url "
-                     "order by record_id", url=fault["url"])
+        found = rows(
+            f"select record_type, skip_reason, encoding, title from '{pages}' where url = $url "
+            "order by record_id",
+            url=fault["url"],
+        )
         outcomes = {(record_type, reason) for record_type, reason, _, _ in found}
         expected = NOISE_OUTCOME[fault["noise"]]
         assert (fault["warc_type"], expected) in outcomes, (fault, found)

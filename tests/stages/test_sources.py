@@ -18,16 +18,19 @@ def reasons(source: Source) -> list[tuple[str | None, str | None]]:
 
 
 def test_warc_records_are_used_or_skipped_by_reason(tmp_path):
-    path = write_warc(tmp_path / "c.warc.gz", [
-        html_response("http://a.example/ok", "<p>ok</p>"),
-        html_response("http://a.example/404", "<p>gone</p>", status="404 Not Found"),
-        html_response("http://a.example/img.png", b"\x89PNG....", content_type="image/png"),
-        html_response("http://a.example/x", "<p>xhtml</p>", content_type="application/xhtml+xml"),
-        {"type": "request", "url": "http://a.example/ok"},
-        {"type": "revisit", "url": "http://a.example/ok"},
-        {"type": "metadata", "url": "http://a.example/ok"},
-        {"type": "resource", "url": "http://a.example/r"},
-    ])
+    path = write_warc(
+        tmp_path / "c.warc.gz",
+        [
+            html_response("http://a.example/ok", "<p>ok</p>"),
+            html_response("http://a.example/404", "<p>gone</p>", status="404 Not Found"),
+            html_response("http://a.example/img.png", b"\x89PNG....", content_type="image/png"),
+            html_response("http://a.example/x", "<p>xhtml</p>", content_type="application/xhtml+xml"),
+            {"type": "request", "url": "http://a.example/ok"},
+            {"type": "revisit", "url": "http://a.example/ok"},
+            {"type": "metadata", "url": "http://a.example/ok"},
+            {"type": "resource", "url": "http://a.example/r"},
+        ],
+    )
     assert reasons(Source(str(path), "warc")) == [
         (None, "warcinfo"),
         ("http://a.example/ok", None),
@@ -44,7 +47,9 @@ def test_warc_records_are_used_or_skipped_by_reason(tmp_path):
 def test_offsets_point_at_each_record(tmp_path):
     from warcio.archiveiterator import ArchiveIterator
 
-    path = write_warc(tmp_path / "c.warc.gz", [html_response(f"http://a.example/{i}", "<p>x</p>") for i in range(3)])
+    path = write_warc(
+        tmp_path / "c.warc.gz", [html_response(f"http://a.example/{i}", "<p>x</p>") for i in range(3)]
+    )
     records = list(iter_records(Source(str(path), "warc"), MAX))
     with open(path, "rb") as f:
         for record in records:
@@ -55,22 +60,26 @@ def test_offsets_point_at_each_record(tmp_path):
 
 def test_gzip_encoded_body_is_decoded(tmp_path):
     body = gzip.compress(b"<title>zipped</title>")
-    path = write_warc(tmp_path / "c.warc.gz", [html_response("http://a.example/", body,
-                                                             headers=[("Content-Encoding", "gzip")])])
+    path = write_warc(
+        tmp_path / "c.warc.gz",
+        [html_response("http://a.example/", body, headers=[("Content-Encoding", "gzip")])],
+    )
     record = list(iter_records(Source(str(path), "warc"), MAX))[1]
     assert record.body == b"<title>zipped</title>"
 
 
 def test_single_member_gzip_is_read_whole(tmp_path):
-    path = write_single_member_gzip(tmp_path / "one.warc.gz", [html_response(f"http://a.example/{i}", "<p>x</p>")
-                                                               for i in range(3)])
+    path = write_single_member_gzip(
+        tmp_path / "one.warc.gz", [html_response(f"http://a.example/{i}", "<p>x</p>") for i in range(3)]
+    )
     got = reasons(Source(str(path), "warc"))
     assert got == [(None, "warcinfo")] + [(f"http://a.example/{i}", None) for i in range(3)]
 
 
 def test_pages_over_the_size_limit_are_skipped(tmp_path):
-    path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", "<p>" + "x" * 5000 + "</p>")],
-                      compress=False)
+    path = write_warc(
+        tmp_path / "c.warc", [html_response("http://a.example/", "<p>" + "x" * 5000 + "</p>")], compress=False
+    )
     record = list(iter_records(Source(str(path), "warc"), 1000))[1]
     assert record.skip_reason == "too_large"
 
@@ -80,14 +89,14 @@ def test_corrupt_tail_is_counted_as_read_error(tmp_path):
     path.write_bytes(path.read_bytes() + b"\x00\x01\x02 garbage\r\n\r\n")
 
 
-
 def test_unparseable_http_headers_are_counted_not_fatal(tmp_path):
     path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", "<p>x</p>")], compress=False)
-    broken_request = (b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://a.example/\r\n"
-                      b"WARC-Record-ID: <urn:uuid:0>\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
-                      b"Content-Type: application/http; msgtype=request\r\nContent-Length: 1\r\n\r\nx\r\n\r\n")
+    broken_request = (
+        b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://a.example/\r\n"
+        b"WARC-Record-ID: <urn:uuid:0>\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+        b"Content-Type: application/http; msgtype=request\r\nContent-Length: 1\r\n\r\nx\r\n\r\n"
+    )
     path.write_bytes(path.read_bytes() + broken_request)
-
 
 
 def test_real_arc_file_is_read():
@@ -96,13 +105,16 @@ def test_real_arc_file_is_read():
 
 
 def test_jsonl_lines_are_used_or_skipped(tmp_path):
-    path = write_jsonl(tmp_path / "pages.jsonl", [
-        {"url": "http://a.example/", "html": "<p>x</p>"},
-        "{not json",
-        {"html": "<p>no url</p>"},
-        {"url": "http://a.example/nohtml"},
-        {"url": "http://a.example/err", "html": "<p>x</p>", "status": 500},
-    ])
+    path = write_jsonl(
+        tmp_path / "pages.jsonl",
+        [
+            {"url": "http://a.example/", "html": "<p>x</p>"},
+            "{not json",
+            {"html": "<p>no url</p>"},
+            {"url": "http://a.example/nohtml"},
+            {"url": "http://a.example/err", "html": "<p>x</p>", "status": 500},
+        ],
+    )
     assert reasons(Source(str(path), "jsonl")) == [
         ("http://a.example/", None),
         (None, "bad_json"),
@@ -114,8 +126,13 @@ def test_jsonl_lines_are_used_or_skipped(tmp_path):
 
 def test_html_folder_with_manifest(tmp_path):
     (tmp_path / "p1.html").write_text("<p>one</p>")
-    write_jsonl(tmp_path / "manifest.jsonl", [{"url": "http://a.example/p1", "path": "p1.html"},
-                                              {"url": "http://a.example/p2", "path": "missing.html"}])
+    write_jsonl(
+        tmp_path / "manifest.jsonl",
+        [
+            {"url": "http://a.example/p1", "path": "p1.html"},
+            {"url": "http://a.example/p2", "path": "missing.html"},
+        ],
+    )
     [source] = resolve_sources([str(tmp_path)])
     assert source.kind == "htmldir"
     assert reasons(source) == [("http://a.example/p1", None), ("http://a.example/p2", "missing_file")]
@@ -127,24 +144,31 @@ def test_html_folder_with_base_url(tmp_path):
     (tmp_path / "sub" / "a page.htm").write_text("<p>a</p>")
     (tmp_path / "notes.txt").write_text("not html")
     [source] = resolve_sources([str(tmp_path)], base_url="http://a.example/docs")
-    assert [url for url, _ in reasons(source)] == ["http://a.example/docs/index.html",
-                                                   "http://a.example/docs/sub/a%20page.htm"]
+    assert [url for url, _ in reasons(source)] == [
+        "http://a.example/docs/index.html",
+        "http://a.example/docs/sub/a%20page.htm",
+    ]
 
 
 def test_sources_expand_folders_and_globs_in_order(tmp_path):
     for name in ("b.warc.gz", "a.warc.gz"):
         write_warc(tmp_path / name, [])
     (tmp_path / "readme.txt").write_text("x")
-    assert [s.path for s in resolve_sources([str(tmp_path)])] == [str(tmp_path / "a.warc.gz"),
-                                                                  str(tmp_path / "b.warc.gz")]
+    assert [s.path for s in resolve_sources([str(tmp_path)])] == [
+        str(tmp_path / "a.warc.gz"),
+        str(tmp_path / "b.warc.gz"),
+    ]
     assert len(resolve_sources([str(tmp_path / "*.warc.gz")])) == 2
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"", "empty file"),
-    (b"hello world", "not a WARC, ARC or JSON Lines file"),
-    (gzip.compress(b"hello world"), "not a WARC, ARC or JSON Lines file"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"hello world", "not a WARC, ARC or JSON Lines file"),
+        (gzip.compress(b"hello world"), "not a WARC, ARC or JSON Lines file"),
+    ],
+)
 def test_files_that_are_not_crawls_are_refused(tmp_path, content, message):
     path = tmp_path / "x.warc"
     path.write_bytes(content)

@@ -1,0 +1,99 @@
+"""The CLI: help text with an example for every command, one-line errors and exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from lshsql.cli import app
+from tests.conftest import EXAMPLE_CRAWL
+
+runner = CliRunner()
+COMMANDS = sorted(command.name or command.callback.__name__ for command in app.registered_commands)
+
+
+def lshsql(*args: str) -> subprocess.CompletedProcess:
+    """Run the real entry point in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example: lshsql " + command in " ".join(result.output.split())
+
+
+def test_top_level_help_lists_the_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert all(command in result.output for command in COMMANDS)
+
+
+def test_version():
+    assert lshsql("--version").stdout.startswith("lshsql ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["extract", "/nonexistent/crawl.warc.gz", "--work", "{tmp}/w"],
+            "/nonexistent/crawl.warc.gz: no such file",
+        ),
+        (["extract", "{tmp}/not-a-crawl.txt", "--work", "{tmp}/w"], "not a WARC, ARC or JSON Lines file"),
+        (["extract", str(EXAMPLE_CRAWL), "--work", "{tmp}/w", "--window", "-2"], "window must be >= 0"),
+        (["extract", str(EXAMPLE_CRAWL), "--work", "{tmp}/w", "--language", "xx"], "unknown language 'xx'"),
+        (
+            ["extract", str(EXAMPLE_CRAWL), "--work", "{tmp}/w", "--memory-limit", "lots"],
+            "memory limit 'lots'",
+        ),
+        (
+            ["extract", str(EXAMPLE_CRAWL), "--work", "{tmp}/w", "--extra-stopwords", "{tmp}/none.txt"],
+            "none.txt",
+        ),
+    ],
+)
+def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):
+    (tmp_path / "not-a-crawl.txt").write_text("hello")
+    result = lshsql(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("lshsql: error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_extract_prints_its_summary(tmp_path):
+    result = lshsql("extract", str(EXAMPLE_CRAWL), "--work", str(tmp_path / "w"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "records read:    121 = 120 pages used + 1 skipped" in result.stdout
+    assert result.stderr == ""
+
+
+def test_extra_stopwords_file_is_applied(tmp_path):
+    (tmp_path / "stop.txt").write_text("# corpus words\npython\n")
+    result = lshsql(
+        "extract",
+        str(EXAMPLE_CRAWL),
+        "--work",
+        str(tmp_path / "w"),
+        "-q",
+        "--extra-stopwords",
+        str(tmp_path / "stop.txt"),
+        "--buckets",
+        "1",
+    )
+    assert result.returncode == 0, result.stderr
+    import duckdb
+
+    with duckdb.connect() as con:
+        n = con.execute(
+            "select count(*) from read_parquet($p) where list_contains(terms, 'python')",
+            {"p": str(tmp_path / "w" / "fragments" / "bucket=0" / "data.parquet")},
+        ).fetchall()[0][0]
+    assert n == 0
