@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import sys
 import time
@@ -20,6 +22,7 @@ app = typer.Typer(
     help="Find related and near-duplicate pages in a web crawl and group them into clusters.",
 )
 
+# --- options shared by several commands -------------------------------------------------------------
 Work = Annotated[Path, typer.Option("--work", "-w", help="Work folder holding every stage's output.")]
 Threads = Annotated[
     int | None, typer.Option("--threads", help="Worker processes and DuckDB threads [default: all cores].")
@@ -28,6 +31,56 @@ MemoryLimit = Annotated[
     str | None, typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB [default: half the RAM].")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+Force = Annotated[bool, typer.Option("--force", help="Rerun stages even when they are up to date.")]
+Crawl = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="WARC/ARC files, folders or globs; JSON Lines (url, html); or a folder of .html files."
+    ),
+]
+Window = Annotated[int, typer.Option(help="Words taken before and after each link.")]
+Language = Annotated[str, typer.Option(help="Stopwords and stemmer: en (Porter) or ru (Snowball).")]
+Stem = Annotated[bool, typer.Option("--stem/--no-stem", help="Stem words.")]
+Stopwords = Annotated[bool, typer.Option("--stopwords/--no-stopwords", help="Drop stopwords.")]
+ExtraStopwords = Annotated[
+    Path | None, typer.Option(help="File of extra stopwords, one per line ('#' comments).")
+]
+Content = Annotated[bool, typer.Option(help="Also keep each page's own words (kind 'content').")]
+Buckets = Annotated[int, typer.Option(help="M on-disk buckets of fragments, by hash of the URL.")]
+BaseUrl = Annotated[
+    str | None, typer.Option(help="For a folder of .html files without manifest.jsonl: URL of the folder.")
+]
+SortQuery = Annotated[bool, typer.Option(help="Sort query parameters when canonicalizing URLs.")]
+StripTracking = Annotated[
+    bool, typer.Option(help="Remove tracking parameters (utm_*, gclid, ...) from URLs.")
+]
+MaxPageMb = Annotated[float, typer.Option(help="Skip pages larger than this (reason too_large).")]
+
+Bags = Annotated[
+    Path | None, typer.Option(help="Start from a Parquet table of bags (url, term, optional weight).")
+]
+Threshold = Annotated[float | None, typer.Option(help="Keep pairs agreeing on this fraction of min-hashes.")]
+Weighting = Annotated[str | None, typer.Option(help="tfidf, tf or none (sets; or the bags' own weights).")]
+MinDf = Annotated[int | None, typer.Option(help="Drop terms in fewer URLs [default: 2; 1 with --bags].")]
+MaxDf = Annotated[
+    float | None, typer.Option(help="Drop terms in more than this fraction of URLs [0.5; 1.0].")
+]
+Scale = Annotated[float | None, typer.Option(help="tfidf/tf bags are scaled to sum to this [100].")]
+NumPerm = Annotated[int | None, typer.Option(help="m, min-hashes per URL [80].")]
+SigBytes = Annotated[
+    int | None, typer.Option("--signature-bytes", help="Bytes kept per min-hash: 4 or 3 [4].")
+]
+K = Annotated[int | None, typer.Option("-k", help="Min-hashes per LSH table [planner's choice].")]
+L = Annotated[int | None, typer.Option("-l", help="LSH tables [planner's choice].")]
+Banding = Annotated[
+    bool | None, typer.Option("--banding/--random-tables", help="b bands of r rows (k=r, l=b).")
+]
+Seed = Annotated[int | None, typer.Option(help="Seed of the hash family and LSH tables [1].")]
+MaxBucket = Annotated[int | None, typer.Option(help="Bucket size above which pairs are capped [1000].")]
+Verify = Annotated[
+    bool | None, typer.Option("--verify/--no-verify", help="Add exact weighted Jaccard to pairs.")
+]
+Clustering = Annotated[str | None, typer.Option(help="center (the paper's CENTER) or components.")]
 
 
 def main() -> None:
@@ -39,14 +92,14 @@ def main() -> None:
             raise
         typer.echo(f"lshsql: error: {e}", err=True)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("lshsql: error: interrupted", err=True)
+        sys.exit(130)
     except Exception as e:  # noqa: BLE001 - the one boundary: no traceback reaches a user
         if os.environ.get("LSHSQL_DEBUG") or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
             raise
         typer.echo(f"lshsql: error: DuckDB: {' '.join(str(e).split())}", err=True)
         sys.exit(3)
-    except KeyboardInterrupt:
-        typer.echo("lshsql: error: interrupted", err=True)
-        sys.exit(130)
 
 
 def _version(value: bool) -> None:
@@ -66,6 +119,9 @@ def _root(
     """Find related and near-duplicate pages in a web crawl and group them into clusters."""
 
 
+# --- helpers ----------------------------------------------------------------------------------------
+
+
 def _resources(work: Path, threads: int | None, memory_limit: str | None):
     from lshsql.db import Resources
 
@@ -75,6 +131,10 @@ def _resources(work: Path, threads: int | None, memory_limit: str | None):
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     return Resources(**kwargs)
+
+
+def _say(quiet: bool):
+    return None if quiet else (lambda line: typer.echo(line, err=True))
 
 
 def _progress(quiet: bool):
@@ -91,6 +151,56 @@ def _progress(quiet: bool):
     return show
 
 
+def _extract_params(**options):
+    from lshsql import text
+    from lshsql.errors import InputError
+    from lshsql.extract import ExtractParams
+
+    extra = frozenset()
+    path = options.pop("extra_stopwords")
+    if path is not None:
+        try:
+            extra = text.read_stopword_file(path)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: {e}") from None
+    options["max_page_bytes"] = int(options.pop("max_page_mb") * 2**20)
+    return ExtractParams(extra_stopwords=extra, **options)
+
+
+def _params(work: Path, given: dict):
+    """Stage parameters: the ones given now, else the ones the last run in `work` was asked for."""
+    from lshsql import manifest
+    from lshsql.params import Params
+
+    saved = manifest.read(work).get("requested_params", {})
+    given = {k: v for k, v in given.items() if v is not None}
+    if "threshold" in given and given.get("threshold") != saved.get("threshold"):
+        saved = {k: v for k, v in saved.items() if k not in ("k", "l")}  # let the planner choose again
+    return Params(**{**saved, **given})
+
+
+def _print_table(table, fmt: str = "table") -> None:
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(table.columns)
+        writer.writerows(table.rows)
+    elif fmt == "json":
+        for row in table.rows:
+            typer.echo(
+                json.dumps(dict(zip(table.columns, row, strict=True)), default=str, ensure_ascii=False)
+            )
+    else:
+        cells = [table.columns, *[["" if v is None else str(v) for v in row] for row in table.rows]]
+        widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(table.columns))]
+        for n, row in enumerate(cells):
+            typer.echo("  ".join(v[:100].ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+            if n == 0:
+                typer.echo("  ".join("-" * w for w in widths))
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
 @app.command()
 def extract(
     crawl: Annotated[
@@ -101,28 +211,17 @@ def extract(
         ),
     ],
     work: Work,
-    window: Annotated[int, typer.Option(help="Words taken before and after each link.")] = 8,
-    language: Annotated[
-        str, typer.Option(help="Stopwords and stemmer: en (Porter) or ru (Snowball).")
-    ] = "en",
-    stem: Annotated[bool, typer.Option("--stem/--no-stem", help="Stem words.")] = True,
-    stopwords: Annotated[bool, typer.Option("--stopwords/--no-stopwords", help="Drop stopwords.")] = True,
-    extra_stopwords: Annotated[
-        Path | None, typer.Option(help="File of extra stopwords, one per line ('#' comments).")
-    ] = None,
-    content: Annotated[bool, typer.Option(help="Also keep each page's own words (kind 'content').")] = False,
-    buckets: Annotated[int, typer.Option(help="M on-disk buckets of fragments, by hash of the URL.")] = 16,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="For a folder of .html files without manifest.jsonl: URL of the folder."),
-    ] = None,
-    sort_query: Annotated[bool, typer.Option(help="Sort query parameters when canonicalizing URLs.")] = False,
-    strip_tracking: Annotated[
-        bool, typer.Option(help="Remove tracking parameters (utm_*, gclid, fbclid, ...) from URLs.")
-    ] = False,
-    max_page_mb: Annotated[
-        float, typer.Option(help="Skip pages larger than this (reason too_large).")
-    ] = 32.0,
+    window: Window = 8,
+    language: Language = "en",
+    stem: Stem = True,
+    stopwords: Stopwords = True,
+    extra_stopwords: ExtraStopwords = None,
+    content: Content = False,
+    buckets: Buckets = 16,
+    base_url: BaseUrl = None,
+    sort_query: SortQuery = False,
+    strip_tracking: StripTracking = False,
+    max_page_mb: MaxPageMb = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     quiet: Quiet = False,
@@ -131,27 +230,19 @@ def extract(
 
     Example: lshsql extract examples/crawl.warc.gz --work work
     """
-    from lshsql import text
-    from lshsql.extract import ExtractParams
     from lshsql.extract import extract as run_extract
 
-    extra = frozenset()
-    if extra_stopwords is not None:
-        try:
-            extra = text.read_stopword_file(extra_stopwords)
-        except (OSError, ValueError) as e:
-            raise _input_error(f"{extra_stopwords}: {e}") from None
-    params = ExtractParams(
+    params = _extract_params(
         window=window,
         language=language,
         stem=stem,
         stopwords=stopwords,
-        extra_stopwords=extra,
+        extra_stopwords=extra_stopwords,
         content=content,
         buckets=buckets,
         sort_query=sort_query,
         strip_tracking=strip_tracking,
-        max_page_bytes=int(max_page_mb * 2**20),
+        max_page_mb=max_page_mb,
         base_url=base_url,
     )
     summary = run_extract(crawl, work, params, _resources(work, threads, memory_limit), _progress(quiet))
@@ -159,10 +250,239 @@ def extract(
         typer.echo(line)
 
 
-def _input_error(message: str) -> LshsqlError:
-    from lshsql.errors import InputError
+def _run(
+    until: str | None,
+    crawl,
+    work,
+    bags,
+    given: dict,
+    extract_options: dict,
+    threads,
+    memory_limit,
+    force: bool,
+    quiet: bool,
+) -> None:
+    from lshsql import manifest
+    from lshsql.errors import ParamError
+    from lshsql.extract import extract_if_changed
+    from lshsql.pipeline import STAGE_NAMES, run
 
-    return InputError(message)
+    if crawl and bags:
+        raise ParamError("give a crawl or --bags, not both")
+    resources = _resources(work, threads, memory_limit)
+    if crawl:
+        summary = extract_if_changed(
+            crawl, work, _extract_params(**extract_options), resources, _progress(quiet), force
+        )
+        if summary and not quiet:
+            typer.echo("\n".join(summary.lines()), err=True)
+    params = _params(work, given)
+    work.mkdir(parents=True, exist_ok=True)
+    data = manifest.read(work)
+    requested = {k: v for k, v in params.to_json().items() if v is not None}
+    only = STAGE_NAMES[: STAGE_NAMES.index(until) + 1] if until else None
+    result = run(work, params, bags=bags, resources=resources, force=force, only=only, log=_say(quiet))
+    data = manifest.read(work)
+    data["requested_params"] = requested
+    data["params"] = result.params.to_json()
+    manifest.write(work, data)
+    for line in result.lines():
+        typer.echo(line)
+    p = result.params
+    typer.echo(
+        f"k={p.k} l={p.l} m={p.num_perm} threshold={p.threshold}  ->  {work}/pairs.parquet, clusters.parquet"
+    )
+
+
+@app.command()
+def run(
+    crawl: Crawl = None,
+    work: Work = Path("work"),
+    bags: Bags = None,
+    threshold: Threshold = None,
+    weighting: Weighting = None,
+    min_df: MinDf = None,
+    max_df: MaxDf = None,
+    scale: Scale = None,
+    num_perm: NumPerm = None,
+    signature_bytes: SigBytes = None,
+    k: K = None,
+    l: L = None,  # noqa: E741
+    banding: Banding = None,
+    seed: Seed = None,
+    max_bucket: MaxBucket = None,
+    verify: Verify = None,
+    clustering: Clustering = None,
+    window: Window = 8,
+    language: Language = "en",
+    stem: Stem = True,
+    stopwords: Stopwords = True,
+    extra_stopwords: ExtraStopwords = None,
+    content: Content = False,
+    buckets: Buckets = 16,
+    base_url: BaseUrl = None,
+    sort_query: SortQuery = False,
+    strip_tracking: StripTracking = False,
+    max_page_mb: MaxPageMb = 32.0,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Run every stage: crawl (or --bags) -> bags -> signatures -> candidates -> pairs -> clusters.
+
+    Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
+    last run in the work folder. With --threshold and no -k/-l the planner chooses k and l.
+
+    Example: lshsql run examples/crawl.warc.gz --work work --threshold 0.3
+    """
+    given = dict(
+        threshold=threshold,
+        weighting=weighting,
+        min_df=min_df,
+        max_df=max_df,
+        scale=scale,
+        num_perm=num_perm,
+        signature_bytes=signature_bytes,
+        k=k,
+        l=l,
+        banding=banding,
+        seed=seed,
+        max_bucket=max_bucket,
+        verify=verify,
+        clustering=clustering,
+    )
+    extract_options = dict(
+        window=window,
+        language=language,
+        stem=stem,
+        stopwords=stopwords,
+        extra_stopwords=extra_stopwords,
+        content=content,
+        buckets=buckets,
+        base_url=base_url,
+        sort_query=sort_query,
+        strip_tracking=strip_tracking,
+        max_page_mb=max_page_mb,
+    )
+    _run(None, crawl, work, bags, given, extract_options, threads, memory_limit, force, quiet)
+
+
+@app.command()
+def stage(
+    name: Annotated[str, typer.Argument(help="Stage to bring up to date (with the stages before it).")],
+    work: Work = Path("work"),
+    bags: Bags = None,
+    threshold: Threshold = None,
+    weighting: Weighting = None,
+    min_df: MinDf = None,
+    max_df: MaxDf = None,
+    scale: Scale = None,
+    num_perm: NumPerm = None,
+    signature_bytes: SigBytes = None,
+    k: K = None,
+    l: L = None,  # noqa: E741
+    banding: Banding = None,
+    seed: Seed = None,
+    max_bucket: MaxBucket = None,
+    verify: Verify = None,
+    clustering: Clustering = None,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Run one stage (term_counts, urls, bags, signatures, candidates, bucket_sizes, pairs, clusters) and any
+    earlier stage that is out of date.
+
+    Example: lshsql stage pairs --work work --threshold 0.4
+    """
+    from lshsql.errors import ParamError
+    from lshsql.pipeline import STAGE_NAMES
+
+    if name not in STAGE_NAMES:
+        raise ParamError(f"unknown stage '{name}' (stages: {', '.join(STAGE_NAMES)})")
+    given = dict(
+        threshold=threshold,
+        weighting=weighting,
+        min_df=min_df,
+        max_df=max_df,
+        scale=scale,
+        num_perm=num_perm,
+        signature_bytes=signature_bytes,
+        k=k,
+        l=l,
+        banding=banding,
+        seed=seed,
+        max_bucket=max_bucket,
+        verify=verify,
+        clustering=clustering,
+    )
+    _run(name, None, work, bags, given, {}, threads, memory_limit, force, quiet)
+
+
+@app.command()
+def related(
+    url: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
+    work: Work = Path("work"),
+    limit: Annotated[int, typer.Option(help="How many related URLs.")] = 20,
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+) -> None:
+    """What's Related: the URLs paired with URL, most similar first.
+
+    Example: lshsql related https://docs.python.example/3.11/library/index.html --work work
+    """
+    from lshsql.explore import related as find_related
+
+    _print_table(find_related(work, url, limit), format)
+
+
+@app.command()
+def clusters(
+    work: Work = Path("work"),
+    limit: Annotated[int, typer.Option(help="How many clusters, largest first.")] = 10,
+    members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
+    terms: Annotated[int, typer.Option(help="Top terms shown per cluster.")] = 8,
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+) -> None:
+    """The largest clusters with their first members and top terms.
+
+    Example: lshsql clusters --work work --limit 5
+    """
+    from lshsql.explore import top_clusters
+
+    _print_table(top_clusters(work, limit, members, terms), format)
+
+
+@app.command()
+def query(
+    sql: Annotated[
+        str, typer.Argument(help="SQL over pages, links, fragments, urls, bags, pairs, clusters, ...")
+    ],
+    work: Work = Path("work"),
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+) -> None:
+    """Ad-hoc SQL over the work folder's tables.
+
+    Example: lshsql query "select size, count(*) from clusters group by 1 order by 1" --work work
+    """
+    from lshsql.explore import query as run_query
+
+    _print_table(run_query(work, sql), format)
+
+
+@app.command()
+def info(
+    work: Work = Path("work"),
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+) -> None:
+    """Counts, parameters and per-stage timings of the run in the work folder (the paper's Table 1).
+
+    Example: lshsql info --work work
+    """
+    from lshsql.explore import info as run_info
+
+    _print_table(run_info(work), format)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the outputs are byte-identical whatever the number of workers.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import time
 from collections import Counter, deque
@@ -438,21 +439,45 @@ def _count(con, work: Path) -> ExtractSummary:
     )
 
 
-def _record(work: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary) -> None:
+def _inputs(sources: list[Source]) -> list[dict]:
     inputs = []
     for source in sources:
         stat = Path(source.path).stat()
         inputs.append(
             {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}
         )
+    return inputs
+
+
+def fingerprint(sources: list[Source], params: ExtractParams) -> str:
+    """What the extract output depends on: the parameters and each input's path, size and mtime."""
+    data = {"params": params.to_json(), "inputs": _inputs(sources)}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def extract_if_changed(
+    crawl: list[str],
+    work: str | Path,
+    params: ExtractParams = ExtractParams(),
+    resources: db.Resources | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> ExtractSummary | None:
+    """Run `extract` unless the work folder already holds it for the same inputs and parameters."""
+    entry = manifest.read(work)["stages"].get("extract", {})
+    same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
+    if same and not force and (Path(work) / "pages.parquet").exists():
+        return None
+    return extract(crawl, work, params, resources, progress)
+
+
+def _record(work: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary) -> None:
     counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
-    manifest.record_stage(
-        work,
-        "extract",
-        {
-            "params": params.to_json(),
-            "inputs": inputs,
-            "counts": counts,
-            "seconds": round(summary.seconds, 3),
-        },
-    )
+    entry = {
+        "fingerprint": fingerprint(sources, params),
+        "params": params.to_json(),
+        "inputs": _inputs(sources),
+        "counts": counts,
+        "seconds": round(summary.seconds, 3),
+    }
+    manifest.record_stage(work, "extract", entry)

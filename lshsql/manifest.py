@@ -31,10 +31,15 @@ def read(work: str | Path) -> dict[str, Any]:
 
 
 def record_stage(work: str | Path, stage: str, entry: dict[str, Any]) -> None:
-    """Store one stage's entry, replacing an older one; written atomically."""
+    """Store one stage's entry, replacing an older one."""
     data = read(work)
     data["versions"] = versions()
     data["stages"][stage] = entry
+    write(work, data)
+
+
+def write(work: str | Path, data: dict[str, Any]) -> None:
+    """Write the whole manifest atomically (a crash never leaves half a file)."""
     path = Path(work) / MANIFEST
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

@@ -1,0 +1,59 @@
+"""The seeded min-hash family and LSH tables, generated in Python and stored as small Parquet tables.
+
+Min-hash (Broder 1997): h_i(x) = (a_i * x + b_i) mod P with P = 2^31 - 1, 1 <= a_i < P, 0 <= b_i < P,
+drawn from numpy's PCG64 generator seeded with `seed`. LSH (Haveliwala et al. 2000, sec. 4): l tables, each
+the concatenation of k min-hashes at indices drawn at random from 0..m-1 (with --banding: b bands of r
+contiguous rows). Both are functions of (seed, m, k, l, banding) only, so a run can be repeated exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lshsql.params import PRIME, Params
+
+COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change when m changes coefficients
+TABLE_STREAM = 1
+
+
+def coefficients(seed: int, num_perm: int) -> pa.Table:
+    """One row: columns a0..a{m-1} and b0..b{m-1} of the hash family."""
+    rng = np.random.default_rng([seed, COEFFICIENT_STREAM])
+    a = rng.integers(1, PRIME, size=num_perm, dtype=np.int64)
+    b = rng.integers(0, PRIME, size=num_perm, dtype=np.int64)
+    columns = {f"a{i}": [int(v)] for i, v in enumerate(a)} | {f"b{i}": [int(v)] for i, v in enumerate(b)}
+    return pa.table(columns, schema=pa.schema([(name, pa.int64()) for name in columns]))
+
+
+def lsh_tables(params: Params) -> list[list[int]]:
+    """For each of the l tables, the k min-hash indices it concatenates."""
+    k, l, m = params.k, params.l, params.num_perm  # noqa: E741
+    if params.banding:
+        return [list(range(band * k, band * k + k)) for band in range(l)]
+    rng = np.random.default_rng([params.seed, TABLE_STREAM])
+    # k distinct indices per table (a repeated index would add nothing to the key); tables may overlap.
+    return [sorted(int(i) for i in rng.choice(m, size=min(k, m), replace=False)) for _ in range(l)]
+
+
+def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
+    """lsh_tables(band, slot, hash_index) as a table, for the record and for users."""
+    rows = [(band, slot, index) for band, indices in enumerate(tables) for slot, index in enumerate(indices)]
+    return pa.table(
+        {name: [r[i] for r in rows] for i, name in enumerate(("band", "slot", "hash_index"))},
+        schema=pa.schema([("band", pa.int32()), ("slot", pa.int32()), ("hash_index", pa.int32())]),
+    )
+
+
+def copies(max_copies: int) -> pa.Table:
+    """copies(copy) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
+    return pa.table({"copy": pa.array(range(1, max(1, max_copies) + 1), type=pa.int32())})
+
+
+def write(table: pa.Table, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+    return path

@@ -1,0 +1,403 @@
+"""The SQL stages after extraction, in run order, and the runner that executes them.
+
+STAGES is the one list of stages: each reads named relations (earlier stages' Parquet in the work folder),
+runs one file of `sql/` and writes `DIR/<name>.parquet`. A stage reruns only when its fingerprint (its
+parameters, its inputs' fingerprints, the lshsql version) changed or its output is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from lshsql import __version__, db, family, manifest, sqlfiles, udf
+from lshsql.errors import InputError, StageError
+from lshsql.params import Params
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One SQL stage: its file, the relations it reads and the parameters its output depends on."""
+
+    name: str
+    sql: str
+    reads: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("term_counts", "10_term_counts.sql", ("fragments",)),
+    Stage("urls", "15_urls.sql", ("term_counts",)),
+    Stage("bags", "20_bags.sql", ("term_counts", "urls"), ("weighting", "min_df", "max_df", "scale")),
+    Stage("signatures", "30_signatures.sql", ("bags",), ("num_perm", "signature_bytes", "seed")),
+    Stage("candidates", "40_candidates.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")),
+    Stage(
+        "bucket_sizes", "41_bucket_sizes.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")
+    ),
+    Stage("pairs", "50_pairs.sql", ("candidates", "signatures", "urls", "bags"), ("threshold", "verify")),
+    Stage("clusters", "62_clusters.sql", ("pairs", "urls", "bags"), ("clustering",)),
+)
+STAGE_NAMES = tuple(stage.name for stage in STAGES)
+BAGS_SOURCE_SQL = "10_term_counts_from_bags.sql"
+CATALOG = "lshsql.duckdb"
+MAX_ROUNDS = 100_000
+
+
+@dataclass
+class RunSummary:
+    """What a run did: per stage, rows written and seconds, or that it was up to date."""
+
+    work: Path
+    params: Params
+    stages: dict[str, dict] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = [f"{'stage':<14}{'rows':>12}  seconds"]
+        for name, entry in self.stages.items():
+            state = "up to date" if entry.get("skipped") else f"{entry['seconds']:.2f}"
+            out.append(f"{name:<14}{entry['rows']:>12}  {state}")
+        return out
+
+
+def output_path(work: Path, relation: str) -> Path:
+    return work / f"{relation}.parquet"
+
+
+def input_paths(work: Path, relation: str) -> str | list[str]:
+    """Parquet file(s) of a relation in the work folder; fragments are bucketed into a folder."""
+    if relation == "fragments":
+        files = sorted(str(p) for p in (work / "fragments").glob("bucket=*/*.parquet"))
+        if not files:
+            raise InputError(f"{work}: no fragments: run `lshsql extract` first, or give a crawl or --bags")
+        return files
+    path = output_path(work, relation)
+    if not path.exists():
+        raise StageError(f"{path}: missing; run the earlier stages first")
+    return str(path)
+
+
+def run(
+    work: str | Path,
+    params: Params = Params(),
+    bags: str | Path | None = None,
+    resources: db.Resources | None = None,
+    force: bool = False,
+    only: tuple[str, ...] | None = None,
+    log: Log | None = None,
+) -> RunSummary:
+    """Run the SQL stages on an extracted work folder, or on a user's bags table.
+
+    Args:
+        work: the work folder (holds fragments from `extract`, receives every stage's Parquet).
+        params: stage parameters; k and l left None are chosen by the planner for params.threshold.
+        bags: a Parquet file (url, term, optional weight) to start from instead of fragments.
+        force: rerun stages that are up to date; only: run just these stages (their inputs must exist).
+
+    Example:
+        >>> summary = run("work/example", Params(threshold=0.5))  # doctest: +SKIP
+    """
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    params = params.resolved(from_bags=bags is not None)
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    summary = RunSummary(work, params)
+    previous = manifest.read(work)["stages"]
+    fingerprints = {"fragments": _source_fingerprint(work, bags, previous)}
+    with db.connect(resources) as con:
+        udf.register(con)
+        for stage in STAGES:
+            fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
+            fingerprints[stage.name] = fingerprint
+            if only and stage.name not in only:
+                continue
+            old = previous.get(stage.name, {})
+            if not force and old.get("fingerprint") == fingerprint and output_path(work, stage.name).exists():
+                summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
+                continue
+            if log:
+                log(f"  {stage.name} ...")
+            started = time.perf_counter()
+            rows, extra = RUNNERS.get(stage.name, _run_sql)(con, stage, params, work, bags)
+            entry = {
+                "fingerprint": fingerprint,
+                "rows": rows,
+                "seconds": round(time.perf_counter() - started, 3),
+                "params": {f: getattr(params, f) for f in stage.fields},
+                **extra,
+            }
+            manifest.record_stage(work, stage.name, entry)
+            summary.stages[stage.name] = entry
+    write_catalog(work)
+    write_info(work)
+    return summary
+
+
+def write_info(work: Path) -> Path:
+    """DIR/info.json: rows and seconds per stage (the paper's Table 1), from the manifest."""
+    stages = manifest.read(work)["stages"]
+    rows = [
+        {
+            "stage": name,
+            "rows": entry.get("rows", entry.get("counts", {}).get("pages_used")),
+            "seconds": entry.get("seconds"),
+        }
+        for name in ("extract", *STAGE_NAMES)
+        if (entry := stages.get(name))
+    ]
+    path = work / "info.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:
+    if bags is None:
+        return previous.get("extract", {}).get("fingerprint") or json.dumps(
+            previous.get("extract", {}).get("counts")
+        )
+    stat = Path(bags).stat()
+    return f"bags:{Path(bags).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], from_bags: bool) -> str:
+    data = {
+        "stage": stage.name,
+        "version": __version__,
+        "params": {f: getattr(params, f) for f in stage.fields},
+        "inputs": {r: fingerprints.get(r) for r in stage.reads},
+        "from_bags": from_bags and stage.name == "term_counts",
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _register(con: duckdb.DuckDBPyConnection, work: Path, relations: tuple[str, ...]) -> None:
+    sqlfiles.register_inputs(con, {r: input_paths(work, r) for r in relations})
+
+
+def _run_sql(
+    con,
+    stage: Stage,
+    params: Params,
+    work: Path,
+    bags,
+    context: dict | None = None,
+    sql_params: dict | None = None,
+) -> tuple[int, dict]:
+    _register(con, work, stage.reads)
+    sql = sqlfiles.load(stage.sql)
+    rows = sqlfiles.materialize(con, sql, sql_params or {}, output_path(work, stage.name), context)
+    return rows, {}
+
+
+def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    if bags is None:
+        return _run_sql(con, stage, params, work, bags)
+    skipped = _register_user_bags(con, Path(bags))
+    rows = sqlfiles.materialize(con, sqlfiles.load(BAGS_SOURCE_SQL), {}, output_path(work, stage.name))
+    return rows, {"source": str(bags), "rows_skipped": skipped}
+
+
+def _register_user_bags(con, path: Path) -> dict[str, int]:
+    """The user's table as relation user_bags(url, term, weight); rows that cannot be used are counted."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    try:
+        relation = con.read_parquet(str(path))
+    except duckdb.Error as e:
+        raise InputError(f"{path}: not a readable Parquet file: {' '.join(str(e).split())[:200]}") from None
+    missing = {"url", "term"} - set(relation.columns)
+    if missing:
+        raise InputError(f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})")
+    weight = "cast(weight as double)" if "weight" in relation.columns else "1.0"
+    relation.project(
+        f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
+    ).create_view("user_bags", replace=True)
+    counts = con.execute(
+        "select count(*) filter (where url is null), count(*) filter (where url is not null and term is null), "
+        "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
+        "from user_bags"
+    ).fetchall()[0]
+    return {
+        k: int(v) for k, v in zip(("null_url", "null_term", "weight_not_positive"), counts, strict=True) if v
+    }
+
+
+def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    sql_params = {
+        "min_df": params.min_df,
+        "max_df": params.max_df,
+        "weighting": params.weighting,
+        "scale": params.scale,
+    }
+    rows, _ = _run_sql(con, stage, params, work, bags, sql_params=sql_params)
+    n_urls = db.scalar(con, "select count(*) from urls")
+    with_bag = db.scalar(
+        con, "select count(distinct url_id) from read_parquet($p)", {"p": str(output_path(work, "bags"))}
+    )
+    return rows, {"urls": n_urls, "urls_with_bag": with_bag, "urls_empty_bag": n_urls - with_bag}
+
+
+def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    _register(con, work, stage.reads)
+    max_copies = db.scalar(con, "select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
+    family_dir = work / "family"
+    tables = {
+        "coefficients": family.write(
+            family.coefficients(params.seed, params.num_perm), family_dir / "coefficients.parquet"
+        ),
+        "copies": family.write(family.copies(max_copies), family_dir / "copies.parquet"),
+    }
+    sqlfiles.register_inputs(con, {name: str(path) for name, path in tables.items()})
+    modulus = "" if params.signature_bytes == 4 else " % 16777216"
+    context = {"hashes": range(params.num_perm), "modulus_op": modulus}
+    rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context)
+    return rows, {"max_copies": max_copies}
+
+
+def _band_context(params: Params, work: Path) -> dict:
+    tables = family.lsh_tables(params)
+    family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
+    return {"bands": tables, "keys": range(1, len(tables[0]) + 1)}
+
+
+def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    return _run_sql(
+        con, stage, params, work, bags, _band_context(params, work), {"max_bucket": params.max_bucket}
+    )
+
+
+def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    rows, _ = _run_sql(
+        con, stage, params, work, bags, _band_context(params, work), {"max_bucket": params.max_bucket}
+    )
+    stats = con.execute(
+        "select sum(n_buckets), coalesce(max(n_members), 0), sum(n_pairs), sum(n_pairs_emitted), "
+        "coalesce(sum(n_buckets) filter (where n_members > $cap), 0) from read_parquet($p)",
+        {"p": str(output_path(work, stage.name)), "cap": params.max_bucket},
+    ).fetchall()[0]
+    names = ("shared_buckets", "largest_bucket", "bucket_pairs", "bucket_pairs_emitted", "buckets_capped")
+    return rows, {name: int(v or 0) for name, v in zip(names, stats, strict=True)}
+
+
+def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    context = {"hashes": range(params.num_perm), "verify": params.verify}
+    sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm}
+    return _run_sql(con, stage, params, work, bags, context, sql_params)
+
+
+def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    _register(con, work, stage.reads)
+    con.execute(
+        "create or replace temp table edges as "
+        "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs"
+    ).fetchall()
+    rounds = _center(con) if params.clustering == "center" else _components(con)
+    rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
+    stats = con.execute(
+        "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) "
+        "from read_parquet($p)",
+        {"p": str(output_path(work, stage.name))},
+    ).fetchall()[0]
+    return rows, {
+        "rounds": rounds,
+        "clusters": stats[0],
+        "largest_cluster": stats[1] or 0,
+        "singletons": stats[2],
+    }
+
+
+def _center(con) -> int:
+    """CENTER as rounds of sql/60_center_round.sql until every node of the pairs graph is decided."""
+    sql = sqlfiles.load("60_center_round.sql")
+    con.execute("create or replace temp table assignments (node bigint, center bigint)").fetchall()
+    con.execute("create or replace temp table active_edges as select * from edges").fetchall()
+    con.execute(
+        "create or replace temp table active_nodes as select distinct src as node from edges"
+    ).fetchall()
+    rounds = 0
+    while db.scalar(con, "select count(*) from active_nodes"):
+        rounds += 1
+        if rounds > MAX_ROUNDS or not sqlfiles.to_table(con, sql, {}, "center_round"):
+            raise StageError("CENTER made no progress; this is a bug")
+        for statement in (
+            "insert into assignments select node, center from center_round",
+            "create or replace temp table active_nodes as select node from active_nodes "
+            "anti join center_round using (node)",
+            "create or replace temp table active_edges as select active_edges.* from active_edges "
+            "anti join center_round on active_edges.src = center_round.node "
+            "anti join center_round as decided on active_edges.dst = decided.node",
+        ):
+            con.execute(statement).fetchall()
+    return rounds
+
+
+def _components(con) -> int:
+    """Connected components as rounds of sql/61_component_round.sql until no label changes."""
+    sql = sqlfiles.load("61_component_round.sql")
+    con.execute(
+        "create or replace temp table labels as select distinct src as node, src as label from edges"
+    ).fetchall()
+    rounds = 0
+    while True:
+        rounds += 1
+        sqlfiles.to_table(con, sql, {}, "component_round")
+        changed = db.scalar(
+            con,
+            "select count(*) from component_round inner join labels using (node) "
+            "where component_round.label <> labels.label",
+        )
+        con.execute("create or replace temp table labels as select * from component_round").fetchall()
+        if not changed or rounds > MAX_ROUNDS:
+            break
+    con.execute(
+        "create or replace temp table assignments as select node, label as center from labels"
+    ).fetchall()
+    return rounds
+
+
+RUNNERS = {
+    "term_counts": _run_term_counts,
+    "bags": _run_bags,
+    "signatures": _run_signatures,
+    "candidates": _run_candidates,
+    "bucket_sizes": _run_bucket_sizes,
+    "pairs": _run_pairs,
+    "clusters": _run_clusters,
+}
+
+CATALOG_RELATIONS = ("pages", "links", "fragments", *STAGE_NAMES)
+
+
+def write_catalog(work: Path) -> Path:
+    """DIR/lshsql.duckdb: a view per output table, so `duckdb DIR/lshsql.duckdb` answers ad-hoc SQL.
+    The views read the Parquet files by absolute path and need no UDF."""
+    path = work / CATALOG
+    with duckdb.connect(str(path)) as con:
+        for relation in CATALOG_RELATIONS:
+            con.execute(f"drop view if exists {relation}").fetchall()
+            source = _view_source(work, relation)
+            if source:
+                # DDL takes no parameters: the path is written as a SQL string literal, quotes doubled.
+                con.execute(f"create view {relation} as select * from {source}").fetchall()
+    return path
+
+
+def _view_source(work: Path, relation: str) -> str | None:
+    if relation == "fragments":
+        if not (work / "fragments").exists():
+            return None
+        pattern = _literal(str((work / "fragments").resolve() / "*" / "*.parquet"))
+        return f"read_parquet({pattern}, hive_partitioning = true)"
+    path = output_path(work, relation)
+    return f"read_parquet({_literal(str(path.resolve()))})" if path.exists() else None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,57 @@
+"""Vectorized hash UDFs (Arrow in, Arrow out) that DuckDB calls from the SQL stages.
+
+Stored values must never change with the DuckDB version, the platform or PYTHONHASHSEED, so they are
+built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and splitmix64 (Steele et al.
+2014) to derive the id of the j-th copy of a term, the element `term#j` of a flattened bag.
+
+    lsh_term_hash(term)          = xxh64(utf8(term)) >> 1                       in [0, 2^63)
+    lsh_element_hash(t, j)       = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
+
+The element hash is < P = 2^31 - 1, so the family (a*x + b) mod P of the signatures stage, with a, b < P,
+never leaves signed BIGINT (a*x + b < 2^62).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from lshsql.params import PRIME
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def term_hash(terms: pa.Array) -> pa.Array:
+    """xxh64 of each term's UTF-8 bytes, shifted right once so it is a non-negative BIGINT."""
+    digest = xxhash.xxh64_intdigest
+    values = [None if t is None else digest(t.encode("utf-8")) >> 1 for t in terms.to_pylist()]
+    return pa.array(values, type=pa.int64())
+
+
+def splitmix64(values: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer on uint64 (numpy wraps on overflow, as the algorithm intends)."""
+    z = values + GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def element_hash(term_hashes: pa.Array, copies: pa.Array) -> pa.Array:
+    """The base hash x of element `term#copy`: distinct, well mixed ids in [0, 2^31 - 1)."""
+    t = term_hashes.to_numpy(zero_copy_only=False).astype(np.uint64)
+    j = copies.to_numpy(zero_copy_only=False).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        mixed = splitmix64(t ^ (j * GOLDEN))
+    return pa.array((mixed % np.uint64(PRIME)).astype(np.int64))
+
+
+def register(con) -> None:
+    """Register the UDFs on a DuckDB connection (pure functions, so DuckDB may cache and reorder them)."""
+    from duckdb.sqltypes import BIGINT, INTEGER, VARCHAR
+
+    con.create_function("lsh_term_hash", term_hash, [VARCHAR], BIGINT, type="arrow", side_effects=False)
+    con.create_function(
+        "lsh_element_hash", element_hash, [BIGINT, INTEGER], BIGINT, type="arrow", side_effects=False
+    )

@@ -1,0 +1,28 @@
+-- stage:  term_counts
+-- reads:  fragments(url, kind, source_url, position, terms)
+-- writes: term_counts(url, term, tf)
+-- order:  url, term
+-- param:  none
+--
+-- Collapses every fragment describing a URL (anchor windows, its title, optionally its content) into one
+-- bag of words: tf is how often the term occurs in all of them (Haveliwala et al. 2000, sec. 2).
+
+with
+
+terms_unnested as (
+    select
+        fragments.url,
+        unnest(fragments.terms) as term
+    from fragments
+),
+
+final as (
+    select
+        terms_unnested.url,
+        terms_unnested.term,
+        cast(count(*) as double) as tf
+    from terms_unnested
+    group by terms_unnested.url, terms_unnested.term
+)
+
+select * from final order by url, term
