@@ -19,8 +19,9 @@ $(BIN)/lshsql: pyproject.toml
 
 install: $(BIN)/lshsql  ## Create .venv and install lshsql with its test extras
 
-demo: install  ## Run the main job on the bundled example crawl and print what it found
-	$(BIN)/lshsql extract $(CRAWL) --work $(WORK) --quiet
+demo: install  ## Run the pipeline on the bundled example crawl and print the largest clusters
+	$(BIN)/lshsql run $(CRAWL) --work $(WORK) --quiet
+	$(BIN)/lshsql clusters --work $(WORK) --limit 10
 
 test: install  ## Run the whole test suite (uses ../shared/data where present)
 	$(BIN)/python -m pytest

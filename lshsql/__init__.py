@@ -2,6 +2,8 @@
 
 The stages run in this order; each reads the previous one's Parquet output in the work folder:
     extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
+    run      fragments (or a user's bags) -> term_counts -> urls -> bags -> signatures -> candidates
+             -> pairs -> clusters               (sql/10..62, see pipeline.STAGES)
 
 The public API is imported lazily, so `lshsql --help` does not pay for DuckDB, Arrow and lxml.
 """
@@ -12,6 +14,15 @@ __version__ = "0.1.0"
 
 _API = {
     "extract": "lshsql.extract",
+    "extract_if_changed": "lshsql.extract",
+    "run": "lshsql.pipeline",
+    "STAGES": "lshsql.pipeline",
+    "Params": "lshsql.params",
+    "choose_kl": "lshsql.params",
+    "related": "lshsql.explore",
+    "top_clusters": "lshsql.explore",
+    "query": "lshsql.explore",
+    "info": "lshsql.explore",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "Resources": "lshsql.db",

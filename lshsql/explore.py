@@ -6,6 +6,7 @@ they work on any finished run, from the CLI or a notebook.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,10 +64,8 @@ def related(work: str | Path, url: str, limit: int = 20) -> Table:
     """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first."""
     work = Path(work)
     _require(work, "pairs")
-    try:
+    with contextlib.suppress(urls.UrlError):  # an odd URL is looked up as written
         url = urls.canonicalize(url)
-    except urls.UrlError:
-        pass
     with open_work(work) as con:
         known = db.scalar(con, "select count(*) from urls where url = $url", {"url": url})
         if not known:
@@ -83,7 +82,7 @@ def top_clusters(work: str | Path, limit: int = 10, members: int = 5, terms: int
 
 
 def query(work: str | Path, sql: str) -> Table:
-    """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, clusters...)."""
+    """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...)."""
     with open_work(work) as con:
         return _fetch(con, sql)
 
@@ -137,8 +136,9 @@ QUERIES = {
         ),
         terms_ranked as (
             select clusters.center_id, bags.term, sum(bags.weight) as weight,
-                   row_number() over (partition by clusters.center_id order by sum(bags.weight) desc, bags.term)
-                   as rank
+                   row_number() over (
+                       partition by clusters.center_id order by sum(bags.weight) desc, bags.term
+                   ) as rank
             from clusters
             inner join biggest on clusters.center_id = biggest.center_id
             inner join bags on bags.url_id = clusters.url_id

@@ -49,8 +49,8 @@ def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
 
 
 def copies(max_copies: int) -> pa.Table:
-    """copies(copy) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
-    return pa.table({"copy": pa.array(range(1, max(1, max_copies) + 1), type=pa.int32())})
+    """copies(copy_number) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
+    return pa.table({"copy_number": pa.array(range(1, max(1, max_copies) + 1), type=pa.int32())})
 
 
 def write(table: pa.Table, path: Path) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import __version__, db, family, manifest, sqlfiles, udf
+from lshsql import __version__, db, family, manifest, schemas, sqlfiles, udf
 from lshsql.errors import InputError, StageError
 from lshsql.params import Params
 
@@ -48,6 +48,7 @@ STAGES: tuple[Stage, ...] = (
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 BAGS_SOURCE_SQL = "10_term_counts_from_bags.sql"
 CATALOG = "lshsql.duckdb"
+DEFAULT_PARAMS = Params()
 MAX_ROUNDS = 100_000
 
 
@@ -86,7 +87,7 @@ def input_paths(work: Path, relation: str) -> str | list[str]:
 
 def run(
     work: str | Path,
-    params: Params = Params(),
+    params: Params = DEFAULT_PARAMS,
     bags: str | Path | None = None,
     resources: db.Resources | None = None,
     force: bool = False,
@@ -126,6 +127,7 @@ def run(
                 log(f"  {stage.name} ...")
             started = time.perf_counter()
             rows, extra = RUNNERS.get(stage.name, _run_sql)(con, stage, params, work, bags)
+            schemas.validate(output_path(work, stage.name), stage.name)
             entry = {
                 "fingerprint": fingerprint,
                 "rows": rows,
@@ -220,7 +222,8 @@ def _register_user_bags(con, path: Path) -> dict[str, int]:
         f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
     ).create_view("user_bags", replace=True)
     counts = con.execute(
-        "select count(*) filter (where url is null), count(*) filter (where url is not null and term is null), "
+        "select count(*) filter (where url is null), "
+        "count(*) filter (where url is not null and term is null), "
         "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
         "from user_bags"
     ).fetchall()[0]
@@ -244,6 +247,18 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     return rows, {"urls": n_urls, "urls_with_bag": with_bag, "urls_empty_bag": n_urls - with_bag}
 
 
+def template_context(params: Params) -> dict:
+    """Values the stage templates are rendered with: integers derived from the parameters and the seed."""
+    tables = family.lsh_tables(params)
+    return {
+        "hashes": range(params.num_perm),
+        "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
+        "bands": tables,
+        "keys": range(1, len(tables[0]) + 1),
+        "verify": params.verify,
+    }
+
+
 def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     _register(con, work, stage.reads)
     max_copies = db.scalar(con, "select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
@@ -255,16 +270,15 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
         "copies": family.write(family.copies(max_copies), family_dir / "copies.parquet"),
     }
     sqlfiles.register_inputs(con, {name: str(path) for name, path in tables.items()})
-    modulus = "" if params.signature_bytes == 4 else " % 16777216"
-    context = {"hashes": range(params.num_perm), "modulus_op": modulus}
+    context = template_context(params)
     rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context)
     return rows, {"max_copies": max_copies}
 
 
 def _band_context(params: Params, work: Path) -> dict:
-    tables = family.lsh_tables(params)
-    family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
-    return {"bands": tables, "keys": range(1, len(tables[0]) + 1)}
+    context = template_context(params)
+    family.write(family.lsh_tables_table(context["bands"]), work / "family" / "lsh_tables.parquet")
+    return context
 
 
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -287,7 +301,7 @@ def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tu
 
 
 def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    context = {"hashes": range(params.num_perm), "verify": params.verify}
+    context = template_context(params)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm}
     return _run_sql(con, stage, params, work, bags, context, sql_params)
 
@@ -316,11 +330,13 @@ def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[
 def _center(con) -> int:
     """CENTER as rounds of sql/60_center_round.sql until every node of the pairs graph is decided."""
     sql = sqlfiles.load("60_center_round.sql")
-    con.execute("create or replace temp table assignments (node bigint, center bigint)").fetchall()
-    con.execute("create or replace temp table active_edges as select * from edges").fetchall()
-    con.execute(
-        "create or replace temp table active_nodes as select distinct src as node from edges"
-    ).fetchall()
+    for statement in (
+        "create or replace temp table assignments (node bigint, center bigint)",
+        "create or replace temp table centers (node bigint)",
+        "create or replace temp table active_edges as select * from edges",
+        "create or replace temp table active_nodes as select distinct src as node from edges",
+    ):
+        con.execute(statement).fetchall()
     rounds = 0
     while db.scalar(con, "select count(*) from active_nodes"):
         rounds += 1
@@ -328,11 +344,14 @@ def _center(con) -> int:
             raise StageError("CENTER made no progress; this is a bug")
         for statement in (
             "insert into assignments select node, center from center_round",
+            "insert into centers select node from center_round where node = center",
             "create or replace temp table active_nodes as select node from active_nodes "
             "anti join center_round using (node)",
+            # drop edges into decided nodes and edges out of new members; edges out of centers stay
             "create or replace temp table active_edges as select active_edges.* from active_edges "
-            "anti join center_round on active_edges.src = center_round.node "
-            "anti join center_round as decided on active_edges.dst = decided.node",
+            "anti join center_round on active_edges.dst = center_round.node "
+            "anti join (select node from center_round where node <> center) as members "
+            "on active_edges.src = members.node",
         ):
             con.execute(statement).fetchall()
     return rounds

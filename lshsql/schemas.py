@@ -58,6 +58,71 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("position", pa.int32(), "position of the link on source_url (0 for title and content rows)"),
         ("terms", pa.list_(pa.string()), "normalized words (lowercased, stopwords removed, stemmed)"),
     ],
+    "term_counts": [
+        ("url", pa.string(), "URL described"),
+        ("term", pa.string(), "a term of its fragments"),
+        (
+            "tf",
+            pa.float64(),
+            "occurrences of the term in all fragments of the URL (or the summed user weight)",
+        ),
+    ],
+    "urls": [
+        (
+            "url_id",
+            pa.int64(),
+            "1, 2, ... in byte order of url: url_id_a < url_id_b exactly when url_a < url_b",
+        ),
+        ("url", pa.string(), "URL described by at least one term"),
+        ("n_terms", pa.int64(), "distinct terms before document-frequency limits"),
+    ],
+    "bags": [
+        ("url_id", pa.int64(), "the URL (urls.url_id)"),
+        ("term", pa.string(), "a term kept by min_df/max_df"),
+        ("term_hash", pa.int64(), "xxh64(utf8(term)) >> 1, the UDF lsh_term_hash"),
+        ("tf", pa.float64(), "term frequency"),
+        ("df", pa.int64(), "number of URLs whose fragments contain the term"),
+        ("weight", pa.float64(), "tf*ln(N/df) (tfidf), tf, or as given (none); tfidf/tf bags sum to --scale"),
+    ],
+    "signatures": [
+        ("url_id", pa.int64(), "the URL"),
+        (
+            "h0",
+            pa.int32(),
+            "min-hash 0: min over the flattened bag of (a_0*x + b_0) mod (2^31-1); h1 ... h{m-1} follow",
+        ),
+    ],
+    "candidates": [
+        ("u_id", pa.int64(), "url_id of the first URL"),
+        ("v_id", pa.int64(), "url_id of the second URL, u_id < v_id"),
+        ("n_bands", pa.int64(), "LSH tables in which the two shared a bucket"),
+    ],
+    "pairs": [
+        ("u", pa.string(), "first URL (u < v in byte order)"),
+        ("v", pa.string(), "second URL"),
+        (
+            "similarity",
+            pa.float64(),
+            "fraction of the m min-hashes that agree: the estimated weighted Jaccard",
+        ),
+        ("n_agree", pa.int64(), "number of agreeing min-hashes"),
+        ("n_bands", pa.int64(), "LSH tables in which the two collided"),
+        ("u_id", pa.int64(), "url_id of u"),
+        ("v_id", pa.int64(), "url_id of v"),
+        (
+            "jaccard",
+            pa.float64(),
+            "exact weighted Jaccard sum(min)/sum(max) of the bags with --verify, else null",
+        ),
+    ],
+    "clusters": [
+        ("url", pa.string(), "a URL with a bag; every one is in exactly one cluster"),
+        ("url_id", pa.int64(), "its url_id"),
+        ("center", pa.string(), "the cluster's center (CENTER) or smallest URL (components)"),
+        ("center_id", pa.int64(), "url_id of the center; the cluster's identifier"),
+        ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
+        ("is_center", pa.bool_(), "url is the center"),
+    ],
 }
 
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
@@ -80,3 +145,33 @@ def markdown(table: str) -> str:
     """A markdown table of the columns, for the README."""
     rows = [f"| `{name}` | {dtype} | {doc} |" for name, dtype, doc in COLUMNS[table]]
     return "\n".join(["| column | type | meaning |", "|---|---|---|", *rows])
+
+
+def validate(path, table: str) -> None:
+    """Raise StageError when a written file's columns or types differ from the documented schema."""
+    import pyarrow.parquet as pq
+
+    from lshsql.errors import StageError
+
+    if table not in COLUMNS:
+        return
+    found = pq.read_schema(path)
+    expected = schema(table)
+    if table == "signatures":  # wide: url_id then h0..h{m-1}, all int32
+        names = found.names
+        ok = names[0] == "url_id" and all(n == f"h{i}" for i, n in enumerate(names[1:]))
+        ok = (
+            ok
+            and found.field("url_id").type == pa.int64()
+            and all(f.type == pa.int32() for f in list(found)[1:])
+        )
+    else:
+        ok = [(f.name, f.type) for f in found] == [(f.name, f.type) for f in expected]
+    if not ok:
+        raise StageError(
+            f"{path}: columns ({_brief(found)}) differ from the documented {table} ({_brief(expected)})"
+        )
+
+
+def _brief(schema_: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema_)

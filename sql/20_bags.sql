@@ -60,10 +60,11 @@ bags_nonzero as (
     select * from bags_weighted where raw_weight > 0
 ),
 
+-- Summed as DECIMAL: exact, so the total does not depend on the order parallel threads add in.
 bag_totals as (
     select
         bags_nonzero.url_id,
-        sum(bags_nonzero.raw_weight) as total_weight
+        cast(sum(cast(bags_nonzero.raw_weight as decimal(38, 12))) as double) as total_weight
     from bags_nonzero
     group by bags_nonzero.url_id
 ),

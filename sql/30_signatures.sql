@@ -1,5 +1,5 @@
 -- stage:  signatures
--- reads:  bags(url_id, term_hash, weight), coefficients(a0, b0, ...), copies(copy)
+-- reads:  bags(url_id, term_hash, weight), coefficients(a0, b0, ...), copies(copy_number)
 -- writes: signatures(url_id, h0, ..., h{m-1})
 -- order:  url_id
 -- param:  none
@@ -16,9 +16,9 @@ with
 elements as (
     select
         bags.url_id,
-        lsh_element_hash(bags.term_hash, copies.copy) as x
+        lsh_element_hash(bags.term_hash, copies.copy_number) as x
     from bags
-    inner join copies on copies.copy <= greatest(1, cast(round(bags.weight) as integer))
+    inner join copies on copies.copy_number <= greatest(1, cast(round(bags.weight) as integer))
 ),
 
 final as (

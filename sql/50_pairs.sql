@@ -32,23 +32,46 @@ pairs_kept as (
 
 {%- if verify %}
 
+-- Sums are DECIMAL (exact), so jaccard has the same bits whatever order parallel threads add in.
 bag_totals as (
     select
         bags.url_id,
-        sum(bags.weight) as total_weight
+        cast(sum(cast(bags.weight as decimal(38, 12))) as double) as total_weight
     from bags
     group by bags.url_id
 ),
 
-shared_weights as (
+-- Terms are gathered per pair on each side first: joining bags to bags on term alone would pair every
+-- two URLs sharing a common term before the pairs restrict it.
+terms_u as (
     select
         pairs_kept.u_id,
         pairs_kept.v_id,
-        sum(least(bag_u.weight, bag_v.weight)) as min_weight
+        bags.term,
+        bags.weight
     from pairs_kept
-    inner join bags as bag_u on pairs_kept.u_id = bag_u.url_id
-    inner join bags as bag_v on pairs_kept.v_id = bag_v.url_id and bag_u.term = bag_v.term
-    group by pairs_kept.u_id, pairs_kept.v_id
+    inner join bags on pairs_kept.u_id = bags.url_id
+),
+
+terms_v as (
+    select
+        pairs_kept.u_id,
+        pairs_kept.v_id,
+        bags.term,
+        bags.weight
+    from pairs_kept
+    inner join bags on pairs_kept.v_id = bags.url_id
+),
+
+shared_weights as (
+    select
+        terms_u.u_id,
+        terms_u.v_id,
+        cast(sum(cast(least(terms_u.weight, terms_v.weight) as decimal(38, 12))) as double) as min_weight
+    from terms_u
+    inner join terms_v
+        on terms_u.u_id = terms_v.u_id and terms_u.v_id = terms_v.v_id and terms_u.term = terms_v.term
+    group by terms_u.u_id, terms_u.v_id
 ),
 
 -- sum(min) / sum(max) = shared / (total_u + total_v - shared), over the union of both bags' terms
@@ -77,7 +100,7 @@ final as (
         url_u.url as u,
         url_v.url as v,
         cast(pairs_verified.n_agree as double) / $num_perm as similarity,
-        pairs_verified.n_agree,
+        cast(pairs_verified.n_agree as bigint) as n_agree,
         pairs_verified.n_bands,
         pairs_verified.u_id,
         pairs_verified.v_id,

@@ -1,40 +1,45 @@
 -- stage:  center_round
--- reads:  active_edges(src, dst), active_nodes(node)
+-- reads:  active_edges(src, dst), active_nodes(node), centers(node)
 -- writes: center_round(node, center)
 -- order:  node
 -- param:  none
 --
 -- One round of CENTER (Haveliwala et al. 2000, sec. 5), run until every node is decided. The sequential
 -- algorithm scans the pairs, both directions, sorted by u: an unassigned u becomes a center and takes every
--- unassigned v it is paired with. Unrolled, a node becomes a center exactly when none of its smaller
--- neighbours is one, and otherwise joins its smallest neighbouring center. Among undecided nodes
--- (active_nodes, and active_edges between them in both directions) a node with no undecided smaller
--- neighbour is therefore a center now, and its undecided neighbours join it now; everything else waits.
--- Each round decides at least the smallest undecided node, so the loop ends.
+-- unassigned v it is paired with. Unrolled: a node is a center exactly when none of its smaller neighbours
+-- is a center, and otherwise belongs to its smallest neighbouring center. A node can therefore be decided
+-- once its smallest smaller neighbour that is not a member ("first_open") is known: none, and it is a
+-- center; a center, and it joins it; undecided, and it waits. active_nodes are the undecided nodes,
+-- active_edges (both directions) lead from undecided nodes and centers to undecided nodes (members have no
+-- say), centers are the nodes decided as centers in earlier rounds. Each round decides at least the
+-- smallest undecided node, so the loop ends.
 
 with
 
-nodes_blocked as (
-    select distinct active_edges.dst as node
+first_open as (
+    select
+        active_edges.dst as node,
+        min(active_edges.src) as first_open
     from active_edges
     where active_edges.src < active_edges.dst
+    group by active_edges.dst
 ),
 
 centers_new as (
     select active_nodes.node
     from active_nodes
-    left join nodes_blocked on active_nodes.node = nodes_blocked.node
-    where nodes_blocked.node is null
+    left join first_open on active_nodes.node = first_open.node
+    where first_open.node is null
 ),
 
 members_new as (
     select
-        active_edges.dst as node,
-        min(active_edges.src) as center
-    from active_edges
-    inner join centers_new on active_edges.src = centers_new.node
-    where active_edges.src < active_edges.dst
-    group by active_edges.dst
+        first_open.node,
+        first_open.first_open as center
+    from first_open
+    left join centers on first_open.first_open = centers.node
+    left join centers_new on first_open.first_open = centers_new.node
+    where centers.node is not null or centers_new.node is not null
 ),
 
 final as (

@@ -112,3 +112,37 @@ def small_site() -> list[dict]:
         ),
         html_response("http://site.example/b.html", "<title>Bananas</title><p>back <a href='/'>home</a></p>"),
     ]
+
+
+def write_table(path: Path, rows: list[dict], schema=None) -> Path:
+    """A Parquet file from Python rows (a stage input built by hand)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    return path
+
+
+def run_stage(
+    work: Path, name: str, params, tables: dict[str, list[dict]] | None = None, schemas=None
+) -> list[dict]:
+    """Write `tables` into `work`, run one pipeline stage on them, return its output rows."""
+    import duckdb
+
+    from lshsql import db, udf
+    from lshsql.pipeline import RUNNERS, STAGES, _run_sql, output_path
+
+    for relation, rows in (tables or {}).items():
+        path = (
+            work / "fragments" / "bucket=0" / "data.parquet"
+            if relation == "fragments"
+            else work / f"{relation}.parquet"
+        )
+        write_table(path, rows, (schemas or {}).get(relation))
+    stage = next(s for s in STAGES if s.name == name)
+    with db.connect(db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))) as con:
+        udf.register(con)
+        RUNNERS.get(name, _run_sql)(con, stage, params, work, None)
+    with duckdb.connect() as con:
+        return con.read_parquet(str(output_path(work, name))).to_arrow_table().to_pylist()

@@ -2,35 +2,45 @@
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
 from lshsql import schemas, sqlfiles
+from lshsql.params import Params
+from lshsql.pipeline import template_context
 
 FILES = sorted(p.name for p in sqlfiles.sql_dir().glob("*.sql"))
 
 
+def rendered(name: str, **params) -> str:
+    context = template_context(Params(num_perm=4, k=2, l=3, **params))
+    return sqlfiles.render(sqlfiles.load(name), context)
+
+
 def test_stage_files_are_numbered_in_run_order():
-    assert FILES and all(name[:2].isdigit() and name[2] == "_" for name in FILES)
-    assert sorted(FILES, key=lambda name: int(name[:2])) == FILES
+    assert FILES and all(re.fullmatch(r"\d\d_[a-z_]+\.sql", name) for name in FILES)
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
-    assert sql.stage == sql.writes == name[3:-4]
-    with duckdb.connect() as con:
-        statements = con.extract_statements(sql.text)
-    used = set().union(*(s.named_parameters for s in statements))
-    assert used == set(sql.params)
-    assert statements[-1].type == duckdb.StatementType.SELECT
+    assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
+    for verify in (False, True):
+        with duckdb.connect() as con:
+            statements = con.extract_statements(rendered(name, verify=verify))
+        used = set().union(*(s.named_parameters for s in statements))
+        assert used == set(sql.params)
+        assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_stage_files_name_no_paths_and_no_unstable_functions(name):
-    text = sqlfiles.load(name).text.lower()
-    for banned in ("read_parquet", "copy ", "hash(", " log(", "random("):
-        assert banned not in text, banned
+    text = rendered(name).lower()
+    # DuckDB's hash() changes between releases, log() means log10 in DuckDB and ln in Spark, random is random
+    for banned in (r"read_parquet", r"\bcopy\b", r"\bhash\(", r"\blog\(", r"\brandom\(", r"\bqualify\b"):
+        assert not re.search(banned, text), banned
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -39,4 +49,7 @@ def test_written_columns_are_documented(name):
     if sql.writes in schemas.COLUMNS:
         header_line = next(line for line in sql.text.splitlines() if line.startswith("-- writes:"))
         declared = header_line.split("(", 1)[1].rsplit(")", 1)[0].replace(" ", "").split(",")
-        assert declared == [name for name, _, _ in schemas.COLUMNS[sql.writes]]
+        documented = [name for name, _, _ in schemas.COLUMNS[sql.writes]]
+        if "..." in declared:  # wide tables: the documented leading columns, then one per min-hash
+            declared = declared[: declared.index("...")]
+        assert declared == documented

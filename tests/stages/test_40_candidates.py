@@ -1,0 +1,44 @@
+"""candidates and bucket_sizes on hand-made signatures (m = 4, two bands of two rows)."""
+
+from __future__ import annotations
+
+from lshsql.params import Params
+from tests.conftest import run_stage
+
+# band 0 = (h0, h1), band 1 = (h2, h3)
+SIGNATURES = [
+    {"url_id": 1, "h0": 1, "h1": 2, "h2": 3, "h3": 4},
+    {"url_id": 2, "h0": 1, "h1": 2, "h2": 5, "h3": 6},  # shares band 0 with 1 and 4
+    {"url_id": 3, "h0": 7, "h1": 8, "h2": 3, "h3": 4},  # shares band 1 with 1 and 4
+    {"url_id": 4, "h0": 1, "h1": 2, "h2": 3, "h3": 4},  # equal to 1: both bands
+    {"url_id": 5, "h0": 1, "h1": 9, "h2": 3, "h3": 9},  # one value of each band only: no bucket
+]
+PARAMS = Params(num_perm=4, k=2, l=2, banding=True).resolved(True)
+
+
+def test_pairs_sharing_a_bucket_with_their_band_count(tmp_path):
+    rows = run_stage(tmp_path, "candidates", PARAMS, {"signatures": SIGNATURES})
+    assert [(r["u_id"], r["v_id"], r["n_bands"]) for r in rows] == [
+        (1, 2, 1),
+        (1, 3, 1),
+        (1, 4, 2),
+        (2, 4, 1),
+        (3, 4, 1),
+    ]
+
+
+def test_bucket_sizes(tmp_path):
+    rows = run_stage(tmp_path, "bucket_sizes", PARAMS, {"signatures": SIGNATURES})
+    # two shared buckets, of three members each: 3 pairs each
+    assert rows == [{"n_members": 3, "n_buckets": 2, "n_pairs": 6.0, "n_pairs_emitted": 6.0}]
+
+
+def test_a_big_bucket_is_capped(tmp_path):
+    same = [{"url_id": i, "h0": 1, "h1": 1, "h2": 10 * i, "h3": 10 * i} for i in range(1, 11)]
+    params = Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3).resolved(True)
+    rows = run_stage(tmp_path, "candidates", params, {"signatures": same})
+    # each member paired with the bucket's first 3 members (url ids 1, 2, 3): 3 + 7*3 = 24 = 3*(2*10-3-1)/2
+    assert len(rows) == 24
+    assert {(r["u_id"], r["v_id"]) for r in rows} == {(u, v) for u in (1, 2, 3) for v in range(u + 1, 11)}
+    sizes = run_stage(tmp_path, "bucket_sizes", params)
+    assert sizes == [{"n_members": 10, "n_buckets": 1, "n_pairs": 45.0, "n_pairs_emitted": 24.0}]

@@ -1,0 +1,51 @@
+"""pairs: agreement filter and exact weighted Jaccard on hand-made tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from lshsql.params import Params
+from tests.conftest import run_stage
+
+TABLES = {
+    "candidates": [{"u_id": 1, "v_id": 2, "n_bands": 1}, {"u_id": 1, "v_id": 3, "n_bands": 1}],
+    "signatures": [
+        {"url_id": 1, "h0": 1, "h1": 2, "h2": 3, "h3": 4},
+        {"url_id": 2, "h0": 1, "h1": 2, "h2": 9, "h3": 9},  # agrees with 1 on 2 of 4
+        {"url_id": 3, "h0": 1, "h1": 8, "h2": 8, "h3": 8},  # agrees with 1 on 1 of 4
+    ],
+    "urls": [
+        {"url_id": 1, "url": "http://a/"},
+        {"url_id": 2, "url": "http://b/"},
+        {"url_id": 3, "url": "http://c/"},
+    ],
+    "bags": [
+        {"url_id": 1, "term": "a", "weight": 1.0},
+        {"url_id": 1, "term": "b", "weight": 3.0},
+        {"url_id": 2, "term": "b", "weight": 1.0},
+        {"url_id": 2, "term": "c", "weight": 2.0},
+        {"url_id": 3, "term": "z", "weight": 1.0},
+    ],
+}
+
+
+def pairs(tmp_path, **params):
+    p = Params(num_perm=4, k=2, l=2, **params).resolved(True)
+    return run_stage(tmp_path, "pairs", p, TABLES)
+
+
+def test_agreement_filter(tmp_path):
+    kept = pairs(tmp_path, threshold=0.5)
+    assert [(r["u"], r["v"], r["n_agree"], r["similarity"], r["jaccard"]) for r in kept] == [
+        ("http://a/", "http://b/", 2, 0.5, None)
+    ]
+    assert len(pairs(tmp_path, threshold=0.25)) == 2
+    assert pairs(tmp_path, threshold=0.6) == []
+
+
+def test_verify_adds_exact_weighted_jaccard(tmp_path):
+    [row] = pairs(tmp_path, threshold=0.5, verify=True)
+    # shared min: min(3, 1) = 1; totals 4 and 3: 1 / (4 + 3 - 1)
+    assert row["jaccard"] == pytest.approx(1 / 6)
+    rows = pairs(tmp_path, threshold=0.25, verify=True)
+    assert rows[1]["jaccard"] == 0.0  # no shared term

@@ -1,0 +1,72 @@
+"""Parameters and the LSH planner."""
+
+from __future__ import annotations
+
+import pytest
+
+from lshsql.errors import ParamError
+from lshsql.params import Params, choose_kl, collision_probability
+
+
+def test_s_curve():
+    assert collision_probability(1.0, 3, 10) == 1.0
+    assert collision_probability(0.0, 3, 10) == 0.0
+    assert collision_probability(0.5, 1, 1) == 0.5
+    assert collision_probability(0.5, 2, 2) == pytest.approx(1 - 0.75**2)
+
+
+@pytest.mark.parametrize("threshold", [0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95])
+@pytest.mark.parametrize("banding", [False, True])
+def test_planner_reaches_the_recall_with_fewest_false_positives(threshold, banding):
+    try:
+        k, l = choose_kl(threshold, 128, banding)
+    except ParamError:
+        assert banding  # banding is limited by b*r <= m; random tables are not
+        return
+    assert collision_probability(threshold, k, l) >= 0.95
+    assert k >= 2 and (not banding or k * l <= 128)
+    # one table fewer would miss the recall: l is the smallest for its k
+    assert l == 1 or collision_probability(threshold, k, l - 1) < 0.95
+
+
+def test_planner_choices_for_the_benchmark_thresholds():
+    assert choose_kl(0.5, 80) == (3, 23)
+    assert choose_kl(0.8, 80) == (9, 21)
+
+
+def test_fixed_k_or_l_is_respected():
+    assert choose_kl(0.5, 80, fixed_k=4)[0] == 4
+    k, l = choose_kl(0.5, 80, fixed_l=30)
+    assert l == 30 and collision_probability(0.5, k, 30) >= 0.95
+
+
+def test_min_agree_rounds_up_but_forgives_float_noise():
+    assert Params(threshold=0.2, num_perm=80).min_agree == 16
+    assert Params(threshold=0.21, num_perm=80).min_agree == 17
+    assert Params(threshold=0.7, num_perm=10).min_agree == 7  # 0.7*10 = 7.000000000000001
+
+
+def test_resolved_defaults_depend_on_the_input():
+    crawl, bags = Params().resolved(False), Params().resolved(True)
+    assert (crawl.min_df, crawl.max_df, bags.min_df, bags.max_df) == (2, 0.5, 1, 1.0)
+    assert Params(k=3, l=125).resolved(False).l == 125
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"threshold": 0},
+        {"threshold": 1.5},
+        {"num_perm": 0},
+        {"weighting": "bm25"},
+        {"k": 0},
+        {"signature_bytes": 2},
+        {"clustering": "kmeans"},
+        {"max_df": 0},
+        {"max_bucket": 1},
+        {"banding": True, "k": 10, "l": 10, "num_perm": 80},
+    ],
+)
+def test_bad_parameters_are_refused(bad):
+    with pytest.raises(ParamError):
+        Params(**bad)
