@@ -34,8 +34,17 @@ lint: install  ## ruff check and format check
 	$(BIN)/ruff check lshsql tests bench
 	$(BIN)/ruff format --check lshsql tests bench
 
-bench: install  ## Benchmarks; results go to bench/RESULTS.md
+BENCH_VENV := .bench-venv
+SHARED_BENCH := ../shared/bench
+
+$(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
+	@touch $@
+
+bench: install $(BENCH_VENV)/bin/python  ## Benchmarks (extraction speed; peers at 10k and 100k docs) -> bench/RESULTS.md
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
+	$(BIN)/python bench/peers.py --sizes 10000,100000 --thresholds 0.5,0.8 --runs 3 --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches
 	rm -rf $(VENV) work .pytest_cache .ruff_cache

@@ -167,6 +167,17 @@ def _extract_params(**options):
     return ExtractParams(extra_stopwords=extra, **options)
 
 
+PIPELINE_OPTIONS = (
+    "threshold", "weighting", "min_df", "max_df", "scale", "num_perm", "signature_bytes", "k", "l",
+    "banding", "seed", "max_bucket", "verify", "clustering",
+)  # fmt: skip
+
+
+def _pipeline_options(arguments: dict) -> dict:
+    """The stage parameters among a command's arguments (typer needs them spelled out in each signature)."""
+    return {name: arguments[name] for name in PIPELINE_OPTIONS}
+
+
 def _params(work: Path, given: dict):
     """Stage parameters: the ones given now, else the ones the last run in `work` was asked for."""
     from lshsql import manifest
@@ -265,7 +276,7 @@ def _run(
     from lshsql import manifest
     from lshsql.errors import ParamError
     from lshsql.extract import extract_if_changed
-    from lshsql.pipeline import STAGE_NAMES, run
+    from lshsql.pipeline import run
 
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
@@ -280,7 +291,7 @@ def _run(
     work.mkdir(parents=True, exist_ok=True)
     data = manifest.read(work)
     requested = {k: v for k, v in params.to_json().items() if v is not None}
-    only = STAGE_NAMES[: STAGE_NAMES.index(until) + 1] if until else None
+    only = (until,) if until else None
     result = run(work, params, bags=bags, resources=resources, force=force, only=only, log=_say(quiet))
     data = manifest.read(work)
     data["requested_params"] = requested
@@ -336,22 +347,7 @@ def run(
 
     Example: lshsql run examples/crawl.warc.gz --work work --threshold 0.3
     """
-    given = dict(
-        threshold=threshold,
-        weighting=weighting,
-        min_df=min_df,
-        max_df=max_df,
-        scale=scale,
-        num_perm=num_perm,
-        signature_bytes=signature_bytes,
-        k=k,
-        l=l,
-        banding=banding,
-        seed=seed,
-        max_bucket=max_bucket,
-        verify=verify,
-        clustering=clustering,
-    )
+    given = _pipeline_options(locals())
     extract_options = dict(
         window=window,
         language=language,
@@ -370,7 +366,7 @@ def run(
 
 @app.command()
 def stage(
-    name: Annotated[str, typer.Argument(help="Stage to bring up to date (with the stages before it).")],
+    name: Annotated[str, typer.Argument(help="The stage to run on the tables already in the work folder.")],
     work: Work = Path("work"),
     bags: Bags = None,
     threshold: Threshold = None,
@@ -392,8 +388,9 @@ def stage(
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
-    """Run one stage (term_counts, urls, bags, signatures, candidates, bucket_sizes, pairs, clusters) and any
-    earlier stage that is out of date.
+    """Run one stage (term_counts, urls, bags, signatures, candidates, bucket_sizes, pairs, clusters) on the
+    tables in the work folder: earlier stages' outputs, or your own Parquet of the documented schema put at
+    DIR/<table>.parquet. Skipped when up to date (--force reruns it).
 
     Example: lshsql stage pairs --work work --threshold 0.4
     """
@@ -402,22 +399,7 @@ def stage(
 
     if name not in STAGE_NAMES:
         raise ParamError(f"unknown stage '{name}' (stages: {', '.join(STAGE_NAMES)})")
-    given = dict(
-        threshold=threshold,
-        weighting=weighting,
-        min_df=min_df,
-        max_df=max_df,
-        scale=scale,
-        num_perm=num_perm,
-        signature_bytes=signature_bytes,
-        k=k,
-        l=l,
-        banding=banding,
-        seed=seed,
-        max_bucket=max_bucket,
-        verify=verify,
-        clustering=clustering,
-    )
+    given = _pipeline_options(locals())
     _run(name, None, work, bags, given, {}, threads, memory_limit, force, quiet)
 
 

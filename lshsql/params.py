@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
+
 from lshsql.errors import ParamError
 
 WEIGHTINGS = ("tfidf", "tf", "none")
@@ -76,10 +78,21 @@ class Params:
         """Every None filled in: document-frequency limits for the input kind, (k, l) from the planner."""
         min_df = self.min_df if self.min_df is not None else (1 if from_bags else 2)
         max_df = self.max_df if self.max_df is not None else (1.0 if from_bags else 0.5)
-        k, l = self.k, self.l  # noqa: E741
-        if k is None or l is None:
-            k, l = choose_kl(self.threshold, self.num_perm, self.banding, fixed_k=k, fixed_l=l)  # noqa: E741
-        return replace(self, min_df=min_df, max_df=max_df, k=k, l=l)
+        return self.with_tables(replace(self, min_df=min_df, max_df=max_df))
+
+    @staticmethod
+    def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: int = 0) -> Params:
+        """(k, l) filled in when not given: from a sample of the data's similarities when there is one."""
+        k, l = params.k, params.l  # noqa: E741
+        if k is not None and l is not None:
+            return params
+        if similarities is not None and k is None and l is None:
+            k, l = choose_kl_for_sample(  # noqa: E741
+                params.threshold, params.num_perm, similarities, n_urls, params.banding
+            )
+        else:
+            k, l = choose_kl(params.threshold, params.num_perm, params.banding, fixed_k=k, fixed_l=l)  # noqa: E741
+        return replace(params, k=k, l=l)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -136,3 +149,33 @@ def _tables_needed(threshold: float, k: int, recall: float) -> int | None:
     if p >= 1:
         return 1
     return max(1, math.ceil(math.log1p(-recall) / math.log1p(-p)))
+
+
+def expected_candidates(similarities: np.ndarray, n_urls: int, k: int, l: int) -> float:  # noqa: E741
+    """Candidate pairs expected among n_urls when pairwise similarities are distributed like the sample."""
+    n_pairs = n_urls * (n_urls - 1) / 2
+    return n_pairs * float(np.mean(1.0 - (1.0 - similarities**k) ** l)) if len(similarities) else 0.0
+
+
+def choose_kl_for_sample(
+    threshold: float,
+    num_perm: int,
+    similarities: np.ndarray,
+    n_urls: int,
+    banding: bool = False,
+    recall: float = PLAN_RECALL,
+) -> tuple[int, int]:
+    """(k, l) with recall >= `recall` at the threshold and the least work on this data: l*N band-key rows
+    plus the expected candidate pairs, estimated from the similarities of a sample of URL pairs. Crawls and
+    corpora with a frequent vocabulary have a high background similarity, which the closed form cannot see."""
+    best: tuple[float, int, int] | None = None
+    for k in range(2, MAX_K + 1):
+        l = _tables_needed(threshold, k, recall)  # noqa: E741
+        if l is None or l > 10_000 or (banding and k * l > num_perm):
+            continue
+        cost = l * n_urls + expected_candidates(similarities, n_urls, k, l)
+        if best is None or cost < best[0]:
+            best = (cost, k, l)
+    if best is None:
+        return choose_kl(threshold, num_perm, banding, recall)
+    return best[1], best[2]

@@ -11,10 +11,11 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from lshsql import __version__, db, family, manifest, schemas, sqlfiles, udf
 from lshsql.errors import InputError, StageError
@@ -107,6 +108,7 @@ def run(
     """
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
+    plan_tables = params.k is None and params.l is None
     params = params.resolved(from_bags=bags is not None)
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
     summary = RunSummary(work, params)
@@ -115,6 +117,9 @@ def run(
     with db.connect(resources) as con:
         udf.register(con)
         for stage in STAGES:
+            if stage.name == "candidates" and plan_tables and output_path(work, "signatures").exists():
+                params = _plan_tables(con, work, params)
+                summary.params = params
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
             fingerprints[stage.name] = fingerprint
             if only and stage.name not in only:
@@ -157,6 +162,38 @@ def write_info(work: Path) -> Path:
     path = work / "info.json"
     path.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+PLAN_SAMPLE = 2000
+
+
+def _plan_tables(con, work: Path, params: Params) -> Params:
+    """Choose (k, l) for this data: from the similarities of all pairs among a fixed sample of URLs (every
+    n-th url_id, so reruns choose the same), the expected candidates of each admissible (k, l)."""
+    n_urls = db.scalar(
+        con, "select count(*) from read_parquet($p)", {"p": str(output_path(work, "signatures"))}
+    )
+    stride = max(1, n_urls // PLAN_SAMPLE)
+    sample = con.execute(
+        "select * exclude (url_id) from read_parquet($p) where url_id % $stride = 0 order by url_id limit $n",
+        {"p": str(output_path(work, "signatures")), "stride": stride, "n": PLAN_SAMPLE},
+    ).fetchnumpy()
+    signatures = np.column_stack([sample[f"h{i}"] for i in range(params.num_perm)]) if sample else None
+    if signatures is None or len(signatures) < 2:
+        return params
+    return Params.with_tables(replace(params, k=None, l=None), pairwise_similarities(signatures), n_urls)
+
+
+def pairwise_similarities(signatures: np.ndarray, block: int = 128) -> np.ndarray:
+    """Agreement fraction of every pair of rows (i < j) of a signature matrix, in blocks to bound memory."""
+    n = len(signatures)
+    out = []
+    for start in range(0, n, block):
+        rows = signatures[start : start + block]
+        agree = (rows[:, None, :] == signatures[None, :, :]).mean(axis=2)
+        i, j = np.nonzero(np.arange(start, start + len(rows))[:, None] < np.arange(n)[None, :])
+        out.append(agree[i, j])
+    return np.concatenate(out)
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

@@ -70,3 +70,21 @@ def test_resolved_defaults_depend_on_the_input():
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(ParamError):
         Params(**bad)
+
+
+def test_planner_uses_the_datas_background_similarity():
+    import numpy as np
+
+    from lshsql.params import choose_kl_for_sample, expected_candidates
+
+    # Unrelated pairs at similarity ~0.12 (a frequent vocabulary): the closed form's k=3 would make ~4% of
+    # all pairs candidates; the sample-based choice takes a steeper curve, still at recall 0.95 at T.
+    similarities = np.full(10_000, 0.12)
+    k, l = choose_kl_for_sample(0.5, 80, similarities, n_urls=100_000)
+    assert collision_probability(0.5, k, l) >= 0.95 and k > 3
+    assert (
+        expected_candidates(similarities, 100_000, k, l)
+        < expected_candidates(similarities, 100_000, 3, 23) / 5
+    )
+    # with nothing in the background, fewer tables win
+    assert choose_kl_for_sample(0.5, 80, np.zeros(10_000), n_urls=100_000) == (2, 11)
