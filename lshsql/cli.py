@@ -275,13 +275,14 @@ def _run(
 ) -> None:
     from lshsql import manifest
     from lshsql.errors import ParamError
-    from lshsql.extract import extract_if_changed
     from lshsql.pipeline import run
 
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
     resources = _resources(work, threads, memory_limit)
     if crawl:
+        from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
+
         summary = extract_if_changed(
             crawl, work, _extract_params(**extract_options), resources, _progress(quiet), force
         )

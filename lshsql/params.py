@@ -82,7 +82,8 @@ class Params:
 
     @staticmethod
     def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: int = 0) -> Params:
-        """(k, l) filled in when not given: from a sample of the data's similarities when there is one."""
+        """(k, l) filled in when not given: from a histogram of sampled agreements (see
+        choose_kl_for_sample) when there is one, else from the closed form."""
         k, l = params.k, params.l  # noqa: E741
         if k is not None and l is not None:
             return params
@@ -151,29 +152,34 @@ def _tables_needed(threshold: float, k: int, recall: float) -> int | None:
     return max(1, math.ceil(math.log1p(-recall) / math.log1p(-p)))
 
 
-def expected_candidates(similarities: np.ndarray, n_urls: int, k: int, l: int) -> float:  # noqa: E741
-    """Candidate pairs expected among n_urls when pairwise similarities are distributed like the sample."""
-    n_pairs = n_urls * (n_urls - 1) / 2
-    return n_pairs * float(np.mean(1.0 - (1.0 - similarities**k) ** l)) if len(similarities) else 0.0
+def expected_candidates(histogram: np.ndarray, n_urls: int, k: int, l: int) -> float:  # noqa: E741
+    """Candidate pairs expected among n_urls when pairwise similarities are distributed like a sample's:
+    histogram[a] = sampled pairs agreeing on a of the m = len(histogram) - 1 min-hashes."""
+    total = histogram.sum()
+    if not total:
+        return 0.0
+    similarity = np.arange(len(histogram)) / (len(histogram) - 1)
+    rate = float(histogram @ (1.0 - (1.0 - similarity**k) ** l)) / total
+    return n_urls * (n_urls - 1) / 2 * rate
 
 
 def choose_kl_for_sample(
     threshold: float,
     num_perm: int,
-    similarities: np.ndarray,
+    histogram: np.ndarray,
     n_urls: int,
     banding: bool = False,
     recall: float = PLAN_RECALL,
 ) -> tuple[int, int]:
     """(k, l) with recall >= `recall` at the threshold and the least work on this data: l*N band-key rows
-    plus the expected candidate pairs, estimated from the similarities of a sample of URL pairs. Crawls and
-    corpora with a frequent vocabulary have a high background similarity, which the closed form cannot see."""
+    plus the expected candidate pairs, estimated from a histogram of the agreement of sampled URL pairs.
+    Corpora with a frequent vocabulary have a high background similarity, which the closed form cannot see."""
     best: tuple[float, int, int] | None = None
     for k in range(2, MAX_K + 1):
         l = _tables_needed(threshold, k, recall)  # noqa: E741
         if l is None or l > 10_000 or (banding and k * l > num_perm):
             continue
-        cost = l * n_urls + expected_candidates(similarities, n_urls, k, l)
+        cost = l * n_urls + expected_candidates(histogram, n_urls, k, l)
         if best is None or cost < best[0]:
             best = (cost, k, l)
     if best is None:

@@ -164,7 +164,7 @@ def write_info(work: Path) -> Path:
     return path
 
 
-PLAN_SAMPLE = 2000
+PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
 
 
 def _plan_tables(con, work: Path, params: Params) -> Params:
@@ -185,15 +185,16 @@ def _plan_tables(con, work: Path, params: Params) -> Params:
 
 
 def pairwise_similarities(signatures: np.ndarray, block: int = 128) -> np.ndarray:
-    """Agreement fraction of every pair of rows (i < j) of a signature matrix, in blocks to bound memory."""
-    n = len(signatures)
-    out = []
+    """How many pairs (i < j) of rows of a signature matrix agree on 0, 1, ..., m positions: a histogram,
+    since with m min-hashes there are only m + 1 possible estimates. Blocks bound the memory."""
+    n, m = signatures.shape
+    counts = np.zeros(m + 1, dtype=np.int64)
     for start in range(0, n, block):
         rows = signatures[start : start + block]
-        agree = (rows[:, None, :] == signatures[None, :, :]).mean(axis=2)
-        i, j = np.nonzero(np.arange(start, start + len(rows))[:, None] < np.arange(n)[None, :])
-        out.append(agree[i, j])
-    return np.concatenate(out)
+        agree = (rows[:, None, :] == signatures[None, start:, :]).sum(axis=2)
+        upper = np.arange(len(rows))[:, None] < np.arange(n - start)[None, :]
+        counts += np.bincount(agree[upper], minlength=m + 1)
+    return counts
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:
@@ -276,7 +277,7 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
         "weighting": params.weighting,
         "scale": params.scale,
     }
-    rows, _ = _run_sql(con, stage, params, work, bags, sql_params=sql_params)
+    rows, _ = _run_sql(con, stage, params, work, bags, template_context(params), sql_params)
     n_urls = db.scalar(con, "select count(*) from urls")
     with_bag = db.scalar(
         con, "select count(distinct url_id) from read_parquet($p)", {"p": str(output_path(work, "bags"))}
@@ -293,6 +294,7 @@ def template_context(params: Params) -> dict:
         "bands": tables,
         "keys": range(1, len(tables[0]) + 1),
         "verify": params.verify,
+        "normalize": params.weighting != "none",
     }
 
 

@@ -7,6 +7,7 @@
 -- param:  max_df DOUBLE       drop terms found in more than this fraction of URLs
 -- param:  weighting VARCHAR   tfidf: tf * ln(N / df); tf: tf; none: tf as given (1 per term unless weighted)
 -- param:  scale DOUBLE        tfidf and tf bags are normalized so their weights sum to this
+-- template: normalize = weighting is tfidf or tf (weighting none keeps the weights as they are)
 --
 -- TF-IDF weighted bags (Haveliwala et al. 2000, sec. 2). Both rare and very common terms are dropped, as in
 -- the paper. Weights are rounded to whole copies when a bag is flattened for min-hashing (signatures), so
@@ -61,6 +62,8 @@ bags_nonzero as (
     select * from bags_weighted where raw_weight > 0
 ),
 
+{%- if normalize %}
+
 -- Summed as DECIMAL: exact, so the total does not depend on the order parallel threads add in.
 bag_totals as (
     select
@@ -77,12 +80,22 @@ final as (
         bags_nonzero.term_hash,
         bags_nonzero.tf,
         bags_nonzero.df,
-        case
-            when $weighting = 'none' then bags_nonzero.raw_weight
-            else bags_nonzero.raw_weight * $scale / bag_totals.total_weight
-        end as weight
+        bags_nonzero.raw_weight * $scale / bag_totals.total_weight as weight
     from bags_nonzero
     inner join bag_totals on bags_nonzero.url_id = bag_totals.url_id
 )
+{%- else %}
+
+final as (
+    select
+        bags_nonzero.url_id,
+        bags_nonzero.term,
+        bags_nonzero.term_hash,
+        bags_nonzero.tf,
+        bags_nonzero.df,
+        bags_nonzero.raw_weight as weight
+    from bags_nonzero
+)
+{%- endif %}
 
 select * from final order by url_id, term_hash

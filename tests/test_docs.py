@@ -10,6 +10,8 @@ import pytest
 from lshsql import db, schemas
 from lshsql.cli import app
 from lshsql.extract import ExtractParams, extract
+from lshsql.params import Params
+from lshsql.pipeline import run
 from tests.conftest import EXAMPLE_CRAWL, REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -35,10 +37,12 @@ def test_readme_mentions_every_command():
 
 def test_walkthrough_queries_run_on_the_example_crawl(tmp_path, monkeypatch):
     work = tmp_path / "work" / "example"
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), db.Resources(memory_limit="1GB", threads=2))
+    resources = db.Resources(memory_limit="1GB", threads=2)
+    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), resources)
+    run(work, Params(), resources=resources)
     monkeypatch.chdir(tmp_path)
     queries = re.findall(r"```sql\n(.*?)```", WALKTHROUGH + README, re.S)
-    assert len(queries) >= 5
+    assert len(queries) >= 7
     with duckdb.connect() as con:
         for query in queries:
             assert con.execute(query).fetchall(), query

@@ -77,14 +77,28 @@ def test_planner_uses_the_datas_background_similarity():
 
     from lshsql.params import choose_kl_for_sample, expected_candidates
 
-    # Unrelated pairs at similarity ~0.12 (a frequent vocabulary): the closed form's k=3 would make ~4% of
-    # all pairs candidates; the sample-based choice takes a steeper curve, still at recall 0.95 at T.
-    similarities = np.full(10_000, 0.12)
-    k, l = choose_kl_for_sample(0.5, 80, similarities, n_urls=100_000)
+    # Unrelated pairs agreeing on 10 of 80 min-hashes (similarity 0.125, a frequent vocabulary): the
+    # closed form's k=3 would make ~4% of all pairs candidates; the sample-based choice takes a steeper
+    # curve, still at recall 0.95 at T.
+    histogram = np.zeros(81, dtype=np.int64)
+    histogram[10] = 10_000
+    k, l = choose_kl_for_sample(0.5, 80, histogram, n_urls=100_000)
     assert collision_probability(0.5, k, l) >= 0.95 and k > 3
-    assert (
-        expected_candidates(similarities, 100_000, k, l)
-        < expected_candidates(similarities, 100_000, 3, 23) / 5
+    assert expected_candidates(histogram, 100_000, k, l) < expected_candidates(histogram, 100_000, 3, 23) / 5
+    assert expected_candidates(histogram, 100_000, 3, 23) == pytest.approx(
+        100_000 * 99_999 / 2 * collision_probability(0.125, 3, 23)
     )
     # with nothing in the background, fewer tables win
-    assert choose_kl_for_sample(0.5, 80, np.zeros(10_000), n_urls=100_000) == (2, 11)
+    nothing = np.zeros(81, dtype=np.int64)
+    nothing[0] = 10_000
+    assert choose_kl_for_sample(0.5, 80, nothing, n_urls=100_000) == (2, 11)
+
+
+def test_pairwise_histogram_counts_every_pair_once():
+    import numpy as np
+
+    from lshsql.pipeline import pairwise_similarities
+
+    signatures = np.array([[1, 2, 3, 4], [1, 2, 0, 0], [1, 9, 9, 9], [1, 2, 3, 4]])
+    # pairs: (0,1) 2, (0,2) 1, (0,3) 4, (1,2) 1, (1,3) 2, (2,3) 1
+    assert pairwise_similarities(signatures, block=2).tolist() == [0, 3, 2, 0, 1]
