@@ -262,7 +262,7 @@ def extract(
 
 
 def _run(
-    until: str | None,
+    stage_name: str | None,
     crawl,
     work,
     bags,
@@ -273,7 +273,6 @@ def _run(
     force: bool,
     quiet: bool,
 ) -> None:
-    from lshsql import manifest
     from lshsql.errors import ParamError
     from lshsql.pipeline import run
 
@@ -288,16 +287,10 @@ def _run(
         )
         if summary and not quiet:
             typer.echo("\n".join(summary.lines()), err=True)
-    params = _params(work, given)
-    work.mkdir(parents=True, exist_ok=True)
-    data = manifest.read(work)
-    requested = {k: v for k, v in params.to_json().items() if v is not None}
-    only = (until,) if until else None
-    result = run(work, params, bags=bags, resources=resources, force=force, only=only, log=_say(quiet))
-    data = manifest.read(work)
-    data["requested_params"] = requested
-    data["params"] = result.params.to_json()
-    manifest.write(work, data)
+    only = (stage_name,) if stage_name else None
+    result = run(
+        work, _params(work, given), bags=bags, resources=resources, force=force, only=only, log=_say(quiet)
+    )
     for line in result.lines():
         typer.echo(line)
     p = result.params

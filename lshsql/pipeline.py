@@ -108,6 +108,7 @@ def run(
     """
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
+    requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
     params = params.resolved(from_bags=bags is not None)
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
@@ -142,6 +143,10 @@ def run(
             }
             manifest.record_stage(work, stage.name, entry)
             summary.stages[stage.name] = entry
+    data = manifest.read(work)
+    data["requested_params"] = requested  # what was asked: `lshsql run` keeps it for options not given again
+    data["params"] = params.to_json()  # what was used, k and l included
+    manifest.write(work, data)
     write_catalog(work)
     write_info(work)
     return summary
