@@ -136,7 +136,8 @@ def main() -> None:
             print(sections[-1], flush=True)
     body = (
         f"## Side by side with peers (`bench/peers.py`, {date.today()})\n\n"
-        f"Machine: {machine()}. Harness: ../shared/bench/compare.py; corpus from its gen_corpus.py (its default seed, 42, recorded in the corpus meta.json). "
+        f"Machine: {machine()}. Harness: ../shared/bench/compare.py; corpus from its gen_corpus.py "
+        "(its default seed, 42, recorded in the corpus meta.json). "
         "Wall time of each system's process: start-up, reading docs.parquet, sketching, LSH, verification, "
         "writing pairs. Ratio > 1x means lshsql is faster.\n\n" + "\n\n".join(sections)
     )
