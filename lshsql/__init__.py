@@ -23,6 +23,7 @@ _API = {
     "top_clusters": "lshsql.explore",
     "query": "lshsql.explore",
     "info": "lshsql.explore",
+    "write_report": "lshsql.report",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "Resources": "lshsql.db",

@@ -461,5 +461,22 @@ def info(
     _print_table(run_info(work), format)
 
 
+@app.command()
+def report(
+    work: Work = Path("work"),
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the HTML [default: DIR/report.html].")
+    ] = None,
+) -> None:
+    """Write one self-contained HTML report of the run: S-curve, similarities, cluster sizes, Table 1,
+    the largest clusters, and eval figures when present.
+
+    Example: lshsql report --work work
+    """
+    from lshsql.report import write_report
+
+    typer.echo(str(write_report(work, out)))
+
+
 if __name__ == "__main__":
     main()

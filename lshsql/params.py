@@ -18,6 +18,7 @@ CLUSTERINGS = ("center", "components")
 PRIME = 2**31 - 1  # Mersenne prime of the hash family; a*x + b < 2^62 stays inside signed BIGINT
 MAX_K = 32
 PLAN_RECALL = 0.95
+VERIFY_SIGMAS = 3.0
 # Cost of one LSH table (N band keys and their share of the self-join) relative to the false-positive area
 # of the S-curve; measured trade-off: near-threshold candidates are cheap to filter, tables are not.
 TABLE_COST = 2e-3
@@ -41,7 +42,7 @@ class Params:
     seed: int = 1
     threshold: float = 0.2
     max_bucket: int = 1000
-    verify: bool = False
+    verify: bool = True
     clustering: str = "center"
 
     def __post_init__(self) -> None:
@@ -71,8 +72,15 @@ class Params:
 
     @property
     def min_agree(self) -> int:
-        """Agreeing positions a pair needs: the smallest n with n/m >= threshold (float noise forgiven)."""
-        return max(1, math.ceil(self.threshold * self.num_perm - 1e-9))
+        """Agreeing positions a candidate needs to be kept (or, with verify, to be checked exactly).
+
+        Without verify: the smallest n with n/m >= threshold (float noise forgiven). With verify, the cut is
+        3 standard deviations of the estimate lower, sqrt(t(1-t)/m), so that pairs just above the threshold
+        whose estimate fell below it are still verified: the exact Jaccard decides."""
+        t, m = self.threshold, self.num_perm
+        if self.verify:
+            return max(1, math.floor((t - VERIFY_SIGMAS * math.sqrt(t * (1 - t) / m)) * m))
+        return max(1, math.ceil(t * m - 1e-9))
 
     def resolved(self, from_bags: bool) -> Params:
         """Every None filled in: document-frequency limits for the input kind, (k, l) from the planner."""

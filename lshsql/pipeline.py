@@ -346,7 +346,7 @@ def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tu
 
 def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     context = template_context(params)
-    sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm}
+    sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     return _run_sql(con, stage, params, work, bags, context, sql_params)
 
 

@@ -103,7 +103,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "similarity",
             pa.float64(),
-            "fraction of the m min-hashes that agree: the estimated weighted Jaccard",
+            "the exact jaccard when verified (the default); with --no-verify the fraction of the m "
+            "min-hashes that agree, which estimates it",
         ),
         ("n_agree", pa.int64(), "number of agreeing min-hashes"),
         ("n_bands", pa.int64(), "LSH tables in which the two collided"),
@@ -112,7 +113,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "jaccard",
             pa.float64(),
-            "exact weighted Jaccard sum(min)/sum(max) of the bags with --verify, else null",
+            "exact weighted Jaccard sum(min)/sum(max) of the flattened bags (the rounded weights the "
+            "signatures estimate); null with --no-verify",
         ),
     ],
     "clusters": [

@@ -27,12 +27,14 @@ def test_stage_files_are_numbered_in_run_order():
 def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
     assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
+    used: set[str] = set()  # over every form the template renders to
     for verify in (False, True):
-        with duckdb.connect() as con:
-            statements = con.extract_statements(rendered(name, verify=verify))
-        used = set().union(*(s.named_parameters for s in statements))
-        assert used == set(sql.params)
-        assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
+        for weighting in ("tfidf", "none"):
+            with duckdb.connect() as con:
+                statements = con.extract_statements(rendered(name, verify=verify, weighting=weighting))
+            used |= set().union(*(s.named_parameters for s in statements))
+            assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
+    assert used == set(sql.params)
 
 
 @pytest.mark.parametrize("name", FILES)

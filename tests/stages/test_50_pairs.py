@@ -19,12 +19,12 @@ TABLES = {
         {"url_id": 2, "url": "http://b/"},
         {"url_id": 3, "url": "http://c/"},
     ],
-    "bags": [
-        {"url_id": 1, "term": "a", "weight": 1.0},
-        {"url_id": 1, "term": "b", "weight": 3.0},
-        {"url_id": 2, "term": "b", "weight": 1.0},
-        {"url_id": 2, "term": "c", "weight": 2.0},
-        {"url_id": 3, "term": "z", "weight": 1.0},
+    "bags": [  # term_hash stands for the term (any distinct integers)
+        {"url_id": 1, "term": "a", "term_hash": 11, "weight": 1.0},
+        {"url_id": 1, "term": "b", "term_hash": 12, "weight": 3.0},
+        {"url_id": 2, "term": "b", "term_hash": 12, "weight": 1.0},
+        {"url_id": 2, "term": "c", "term_hash": 13, "weight": 2.0},
+        {"url_id": 3, "term": "z", "term_hash": 26, "weight": 1.0},
     ],
 }
 
@@ -34,18 +34,20 @@ def pairs(tmp_path, **params):
     return run_stage(tmp_path, "pairs", p, TABLES)
 
 
-def test_agreement_filter(tmp_path):
-    kept = pairs(tmp_path, threshold=0.5)
+def test_agreement_filter_without_verify(tmp_path):
+    kept = pairs(tmp_path, threshold=0.5, verify=False)
     assert [(r["u"], r["v"], r["n_agree"], r["similarity"], r["jaccard"]) for r in kept] == [
         ("http://a/", "http://b/", 2, 0.5, None)
     ]
-    assert len(pairs(tmp_path, threshold=0.25)) == 2
-    assert pairs(tmp_path, threshold=0.6) == []
+    assert len(pairs(tmp_path, threshold=0.25, verify=False)) == 2
+    assert pairs(tmp_path, threshold=0.6, verify=False) == []
 
 
-def test_verify_adds_exact_weighted_jaccard(tmp_path):
-    [row] = pairs(tmp_path, threshold=0.5, verify=True)
-    # shared min: min(3, 1) = 1; totals 4 and 3: 1 / (4 + 3 - 1)
-    assert row["jaccard"] == pytest.approx(1 / 6)
-    rows = pairs(tmp_path, threshold=0.25, verify=True)
-    assert rows[1]["jaccard"] == 0.0  # no shared term
+def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
+    # a-b: shared min: min(3, 1) = 1; totals 4 and 3: 1 / (4 + 3 - 1) = 1/6. a-c share no term: 0.
+    # m = 4 makes the agreement cut 1 position, so both candidates are checked against their bags.
+    [row] = pairs(tmp_path, threshold=0.15)
+    assert (row["u"], row["v"], row["n_agree"]) == ("http://a/", "http://b/", 2)
+    assert row["jaccard"] == pytest.approx(1 / 6) and row["similarity"] == row["jaccard"]
+    # the estimate (2 of 4 agree = 0.5) would keep a-b at 0.5; its exact 1/6 does not
+    assert pairs(tmp_path, threshold=0.5) == []

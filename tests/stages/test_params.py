@@ -41,9 +41,15 @@ def test_fixed_k_or_l_is_respected():
 
 
 def test_min_agree_rounds_up_but_forgives_float_noise():
-    assert Params(threshold=0.2, num_perm=80).min_agree == 16
-    assert Params(threshold=0.21, num_perm=80).min_agree == 17
-    assert Params(threshold=0.7, num_perm=10).min_agree == 7  # 0.7*10 = 7.000000000000001
+    assert Params(threshold=0.2, num_perm=80, verify=False).min_agree == 16
+    assert Params(threshold=0.21, num_perm=80, verify=False).min_agree == 17
+    assert Params(threshold=0.7, num_perm=10, verify=False).min_agree == 7  # 0.7*10 = 7.000000000000001
+
+
+def test_min_agree_with_verify_is_three_sigmas_lower():
+    # sigma = sqrt(0.25 / 80) = 0.0559; (0.5 - 3 * 0.0559) * 80 = 26.6
+    assert Params(threshold=0.5, num_perm=80).min_agree == 26
+    assert Params(threshold=0.05, num_perm=4).min_agree == 1  # never below one agreeing position
 
 
 def test_resolved_defaults_depend_on_the_input():

@@ -1,0 +1,541 @@
+"""A one-file HTML report of a finished run: S-curve, similarities, cluster sizes, Table 1, largest clusters.
+
+The report is self-contained (inline CSS, plots as inline SVG drawn by matplotlib, no scripts, fonts or
+images loaded from anywhere) and deterministic: the same work folder gives the same bytes.
+
+Example:
+    >>> write_report("work/example")  # doctest: +SKIP
+    PosixPath('work/example/report.html')
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from html import escape
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from lshsql import __version__, db, explore, manifest
+from lshsql.errors import InputError
+from lshsql.params import collision_probability
+from lshsql.pipeline import output_path
+
+REPORT = "report.html"
+EVAL = Path("eval") / "eval.json"
+TOP_CLUSTERS = 10
+MEMBERS = 5
+TERMS = 8
+MAX_EVAL_PLOTS = 6
+SHOWN_PARAMS = (
+    "threshold",
+    "k",
+    "l",
+    "num_perm",
+    "banding",
+    "weighting",
+    "min_df",
+    "max_df",
+    "scale",
+    "max_bucket",
+    "verify",
+    "clustering",
+    "seed",
+)
+NUM1 = {1: "num"}
+BLUE, ORANGE, GREY = "#3b6ea8", "#d9822b", "#777777"
+RC = {
+    "svg.fonttype": "none",  # text stays text: searchable, and no glyph outlines to bloat the file
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"],
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e4e4e4",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+}
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #222;
+       max-width: 1040px; margin: 0 auto; padding: 1.5em 2em 4em; line-height: 1.45; background: #fff; }
+h1 { font-size: 1.7em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 2.2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.sub { color: #666; margin-top: 0; }
+nav { font-size: 0.92em; margin: 0.8em 0 1.2em; }
+nav a { margin-right: 1em; color: #3b6ea8; text-decoration: none; }
+figure { margin: 1em 0 0.5em; }
+figure svg { width: 100%; max-width: 820px; height: auto; display: block; }
+figcaption, p.caption { color: #555; font-size: 0.93em; margin-top: 0.4em; max-width: 820px; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.8em 0; }
+th, td { border: 1px solid #d6d6d6; padding: 0.3em 0.6em; vertical-align: top; text-align: left; }
+th { background: #f3f5f8; }
+tr:nth-child(even) td { background: #fafafa; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.params td, table.params th { padding: 0.2em 0.7em; }
+td.url { overflow-wrap: anywhere; }
+td.details { font-size: 0.9em; color: #444; overflow-wrap: anywhere; }
+table.clusters { width: 100%; table-layout: fixed; }
+table.clusters th:nth-child(1) { width: 2.2em; } table.clusters th:nth-child(2) { width: 3.2em; }
+table.clusters th:nth-child(3) { width: 30%; } table.clusters th:nth-child(4) { width: 22%; }
+ul.members { font-size: 0.95em; }
+td.url a { color: #1d4f8a; text-decoration: none; }
+ul.members { margin: 0; padding-left: 1.1em; }
+code { background: #f4f4f4; padding: 0 0.25em; }
+.note { color: #777; font-style: italic; }
+"""
+
+
+def write_report(work: str | Path, out: Path | None = None) -> Path:
+    """Write the HTML report of a finished run in `work` to `out` (default `work/report.html`).
+
+    Raises InputError when the work folder has no pairs or clusters yet.
+    """
+    work = Path(work)
+    if not work.is_dir():
+        raise InputError(f"{work}: no such work folder")
+    for relation in ("pairs", "clusters"):
+        if not output_path(work, relation).exists():
+            raise InputError(f"{work}: no {relation} yet; run `lshsql run --work {work}` first")
+    data = manifest.read(work)
+    params = data.get("params") or {}
+    if params.get("k") is None or params.get("l") is None or params.get("threshold") is None:
+        raise InputError(f"{work}: manifest.json has no run parameters; run `lshsql run --work {work}` first")
+    out = Path(out) if out is not None else work / REPORT
+    page = _render(work, data, params)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8", newline="\n")
+    return out
+
+
+# ---------------------------------------------------------------- data
+
+
+def _stats(work: Path, num_perm: int) -> dict:
+    """Pair-similarity and cluster-size histograms and a few totals, read from the Parquet files.
+
+    Similarities are counted in bins of width 1/num_perm centred on the values the min-hash estimate can
+    take; the estimate itself (n_agree/num_perm) is counted too when the pairs were verified."""
+    pairs, clusters = str(output_path(work, "pairs")), str(output_path(work, "clusters"))
+    resources = db.Resources(memory_limit="1GB", threads=2, temp_directory=str(work / "tmp" / "duckdb"))
+    with db.connect(resources) as con:
+        similarity = con.execute(
+            "select cast(round(similarity * $m) as bigint) as bin, count(*) from read_parquet($p) "
+            "group by bin order by bin",
+            {"p": pairs, "m": num_perm},
+        ).fetchall()
+        estimate = con.execute(
+            "select n_agree, count(*) from read_parquet($p) where jaccard is not null "
+            "group by n_agree order by n_agree",
+            {"p": pairs},
+        ).fetchall()
+        sizes = con.execute(
+            "select size, count(*) from read_parquet($c) where is_center group by size order by size",
+            {"c": clusters},
+        ).fetchall()
+        urls = con.execute("select count(*) from read_parquet($c)", {"c": clusters}).fetchone()[0]
+    return {
+        "similarity": [(int(b), int(n)) for b, n in similarity],
+        "estimate": [(int(a), int(n)) for a, n in estimate],  # empty unless verified
+        "sizes": [(int(s), int(n)) for s, n in sizes],
+        "n_pairs": sum(n for _, n in similarity),
+        "n_clusters": sum(n for _, n in sizes),
+        "n_urls": int(urls),
+    }
+
+
+def _read_eval(work: Path) -> dict | str | None:
+    """The eval figures, an error message when the file is unreadable, or None when there is none."""
+    path = work / EVAL
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return f"{EVAL} could not be read: {' '.join(str(e).split())}"
+    return data if isinstance(data, dict) else {"value": data}
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+Series = tuple[str, list, list | None]  # name, values, bin edges (len(values) + 1) when the JSON gives them
+
+
+def _numeric_list(x: object) -> bool:
+    return isinstance(x, list) and len(x) >= 2 and all(_is_number(v) for v in x)
+
+
+def _flatten(data: object, prefix: str = "") -> tuple[list[tuple[str, float]], list[Series]]:
+    """Scalar numbers (dotted key, value) and numeric lists (dotted key, values, edges) of a JSON document.
+
+    In an object, a numeric list named like "edges" or "bins" with one element more than a sibling list is
+    taken as that list's histogram bin edges."""
+    scalars: list[tuple[str, float]] = []
+    series: list[Series] = []
+    if isinstance(data, dict):
+        edges = {
+            key: value
+            for key, value in data.items()
+            if _numeric_list(value) and re.search(r"edge|bin|bound", str(key), re.I)
+        }
+        used: set[str] = set()
+        for key in sorted(data, key=str):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            value = data[key]
+            if key in edges:  # drawn with the list it bins, or on its own below
+                continue
+            if _numeric_list(value):
+                bins = next((k for k, e in sorted(edges.items()) if len(e) == len(value) + 1), None)
+                if bins is not None:
+                    used.add(bins)
+                series.append((name, value, edges[bins] if bins is not None else None))
+                continue
+            s, l = _flatten(value, name)  # noqa: E741
+            scalars += s
+            series += l
+        for key in sorted(set(edges) - used):
+            series.append((f"{prefix}.{key}" if prefix else str(key), edges[key], None))
+        series.sort(key=lambda item: item[0])
+    elif isinstance(data, list):
+        if _numeric_list(data):
+            series.append((prefix, data, None))
+        elif all(isinstance(x, dict) for x in data):
+            for i, item in enumerate(data):
+                s, l = _flatten(item, f"{prefix}[{i}]")  # noqa: E741
+                scalars += s
+                series += l
+    elif _is_number(data):
+        scalars.append((prefix, data))
+    return scalars, series
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _svg(fig: Figure, name: str) -> str:
+    """The figure as an inline <svg> element: deterministic ids, no XML prolog, no metadata block."""
+    FigureCanvasAgg(fig)
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"lshsql-report-{name}"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None})
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{escape(name)}" ', 1).strip()
+
+
+def _figure(width: float = 8.0, height: float = 3.6) -> Figure:
+    return Figure(figsize=(width, height), dpi=72, layout="constrained")
+
+
+def _scurve_svg(threshold: float, k: int, l: int) -> tuple[str, float]:  # noqa: E741
+    recall = collision_probability(threshold, k, l)
+    xs = [i / 400 for i in range(401)]
+    with matplotlib.rc_context(RC):
+        fig = _figure()
+        ax = fig.add_subplot()
+        ax.plot(xs, [collision_probability(s, k, l) for s in xs], color=BLUE, linewidth=2)
+        ax.axvline(threshold, color=ORANGE, linestyle="--", linewidth=1.5)
+        ax.plot([threshold], [recall], "o", color=ORANGE)
+        ax.annotate(
+            f"threshold {threshold:g}: recall {recall:.3f}",
+            xy=(threshold, recall),
+            xytext=(12, -16) if recall > 0.5 else (12, 10),
+            textcoords="offset points",
+            color="#222",
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": ORANGE},
+        )
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.03)
+        ax.set_xlabel("similarity s of a pair (weighted Jaccard)")
+        ax.set_ylabel("P(pair is a candidate)")
+        ax.set_title(f"S-curve 1 − (1 − s^k)^l, k = {k}, l = {l}", loc="left")
+        return _svg(fig, "S-curve"), recall
+
+
+def _similarity_svg(stats: dict, num_perm: int, threshold: float) -> str:
+    verified = bool(stats["estimate"])
+    estimate_label = f"min-hash estimate (agreeing / {num_perm})"
+    with matplotlib.rc_context(RC):
+        fig = _figure()
+        ax = fig.add_subplot()
+        width = 1 / num_perm
+        bars = ax.bar(
+            [b / num_perm for b, _ in stats["similarity"]],
+            [n for _, n in stats["similarity"]],
+            width=width,
+            align="center",
+            color=BLUE,
+            edgecolor="white",
+            linewidth=0.3,
+            label="exact weighted Jaccard" if verified else estimate_label,
+        )
+        handles: list = [bars]
+        if verified:
+            counts = [0] * (num_perm + 1)
+            for a, n in stats["estimate"]:
+                counts[min(max(a, 0), num_perm)] += n
+            edges = [(i - 0.5) / num_perm for i in range(num_perm + 2)]
+            handles.append(ax.stairs(counts, edges, color=ORANGE, linewidth=1.5, label=estimate_label))
+        handles.append(
+            ax.axvline(threshold, color=GREY, linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+        )
+        ax.set_xlim(0, 1 + width)
+        ax.set_xlabel("similarity")
+        ax.set_ylabel("pairs")
+        ax.set_title(f"{stats['n_pairs']:,} pairs", loc="left")
+        ax.legend(handles=handles, frameon=False, loc="upper right")
+        return _svg(fig, "pair similarities")
+
+
+def _sizes_svg(stats: dict) -> str:
+    with matplotlib.rc_context(RC):
+        fig = _figure()
+        ax = fig.add_subplot()
+        sizes = stats["sizes"]
+        ax.plot([s for s, _ in sizes], [n for _, n in sizes], "o", color=BLUE, markersize=5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("cluster size (URLs)")
+        ax.set_ylabel("number of clusters")
+        largest = max((s for s, _ in sizes), default=1)
+        ax.set_xlim(0.8, max(largest, 2) * 1.5)
+        ax.set_ylim(0.7, max((n for _, n in sizes), default=1) * 1.6)
+        ax.set_title(f"{stats['n_clusters']:,} clusters of {stats['n_urls']:,} URLs", loc="left")
+        return _svg(fig, "cluster sizes")
+
+
+def _timings_svg(rows: list[tuple]) -> str:
+    names = [r[0] for r in rows]
+    seconds = [r[2] or 0.0 for r in rows]
+    with matplotlib.rc_context({**RC, "axes.grid.axis": "x"}):
+        fig = _figure(8.0, 0.45 + 0.3 * max(len(rows), 1))
+        ax = fig.add_subplot()
+        positions = list(range(len(rows)))
+        ax.set_axisbelow(True)
+        ax.barh(positions, seconds, color=BLUE, height=0.65)
+        ax.set_yticks(positions, names)
+        ax.invert_yaxis()
+        top = max(seconds, default=0.0) or 1.0
+        for y, s in zip(positions, seconds, strict=True):
+            ax.text(s + top * 0.01, y, f"{s:.2f}", va="center", fontsize=9, color="#333")
+        ax.set_xlim(0, top * 1.12)
+        ax.set_xlabel("seconds")
+        return _svg(fig, "stage timings")
+
+
+def _series_svg(name: str, values: list, edges: list | None) -> str:
+    with matplotlib.rc_context(RC):
+        fig = _figure(8.0, 2.8)
+        ax = fig.add_subplot()
+        if edges is not None:
+            ax.stairs(values, edges, fill=True, color=BLUE, alpha=0.85)
+            ax.set_xlabel("bin")
+        else:
+            ax.bar(range(len(values)), values, color=BLUE, width=0.85)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("position in the list")
+        ax.set_title(name, loc="left")
+        return _svg(fig, name)
+
+
+# ---------------------------------------------------------------- HTML
+
+
+def _num(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) >= 1 or value == 0 else f"{value:.4g}"
+    return escape(str(value))
+
+
+def _param(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if value is not None else "default"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return escape(str(value))
+
+
+def _url(url: str) -> str:
+    text = escape(url)
+    if url.startswith(("http://", "https://")):
+        return f'<a href="{escape(url, quote=True)}" rel="nofollow noreferrer">{text}</a>'
+    return text
+
+
+def _table(
+    header: list[str], rows: list[list[str]], classes: dict[int, str] | None = None, cls: str = ""
+) -> str:
+    """An HTML table of already-escaped cells; `classes` gives columns a CSS class ("num": right-aligned)."""
+    classes = classes or {}
+
+    def cell(tag: str, i: int, value: str) -> str:
+        return f'<{tag} class="{classes[i]}">{value}</{tag}>' if i in classes else f"<{tag}>{value}</{tag}>"
+
+    head = "".join(cell("th", i, escape(h)) for i, h in enumerate(header))
+    body = "\n".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+
+
+def _figure_html(svg: str, caption: str) -> str:
+    return f"<figure>\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>"
+
+
+def _header(work: Path, data: dict, params: dict, stats: dict) -> str:
+    versions = data.get("versions", {})
+    made_with = f"lshsql {escape(__version__)}"
+    if versions.get("lshsql") and versions["lshsql"] != __version__:
+        made_with += f" (run made with lshsql {escape(versions['lshsql'])})"
+    rows = [[escape(name), _param(params.get(name))] for name in SHOWN_PARAMS if name in params]
+    totals = [
+        ["URLs", _num(stats["n_urls"])],
+        ["pairs", _num(stats["n_pairs"])],
+        ["clusters", _num(stats["n_clusters"])],
+        ["singletons", _num(dict(stats["sizes"]).get(1, 0))],
+    ]
+    return f"""<h1>lshsql report: {escape(work.resolve().name)}</h1>
+<p class="sub">Work folder <code>{escape(str(work))}</code> &middot; report by {made_with}</p>
+<nav><a href="#scurve">S-curve</a><a href="#similarities">Similarities</a><a href="#sizes">Cluster sizes</a>\
+<a href="#stages">Stages</a><a href="#clusters">Largest clusters</a><a href="#eval">Evaluation</a></nav>
+<div style="display:flex; gap:2.5em; flex-wrap:wrap">
+<div><h3>Parameters</h3>
+{_table(["parameter", "value"], rows, NUM1, "params")}</div>
+<div><h3>Results</h3>
+{_table(["", "count"], totals, NUM1, "params")}</div>
+</div>"""
+
+
+def _clusters_html(work: Path) -> str:
+    table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS)
+    rows = []
+    for rank, (size, center, terms, members) in enumerate(table.rows, 1):
+        items = "".join(f"<li>{_url(m)}</li>" for m in (members or "").split())
+        rows.append(
+            [
+                _num(rank),
+                _num(size),
+                _url(center),
+                escape(terms or ""),
+                f'<ul class="members">{items}</ul>',
+            ]
+        )
+    header = ["#", "size", "center", "top terms", f"first members (up to {MEMBERS})"]
+    return _table(header, rows, {0: "num", 1: "num", 2: "url", 3: "terms", 4: "url"}, "clusters")
+
+
+def _eval_html(evaluation: dict | str | None) -> str:
+    if evaluation is None:
+        return (
+            '<p class="note">No evaluation in this work folder: run <code>lshsql eval</code> '
+            f"to write <code>{EVAL.as_posix()}</code> and see recall, precision and cluster quality here.</p>"
+        )
+    if isinstance(evaluation, str):
+        return f'<p class="note">{escape(evaluation)}</p>'
+    scalars, series = _flatten(evaluation)
+    parts = [
+        '<p class="caption">Figures from <code>eval/eval.json</code>: how well the run recovers the pairs '
+        "of an exact comparison (recall, precision) and how good its clusters are.</p>"
+    ]
+    if scalars:
+        parts.append(_table(["measure", "value"], [[escape(k), _num(v)] for k, v in scalars], NUM1))
+    else:
+        parts.append('<p class="note">eval.json has no numeric fields.</p>')
+    for name, values, edges in series[:MAX_EVAL_PLOTS]:
+        what = "per bin" if edges is not None else "in list order"
+        caption = f"The values of <code>{escape(name)}</code> from eval.json, {what}."
+        parts.append(_figure_html(_series_svg(name, values, edges), caption))
+    if len(series) > MAX_EVAL_PLOTS:
+        parts.append(f'<p class="note">{len(series) - MAX_EVAL_PLOTS} more series not drawn.</p>')
+    return "\n".join(parts)
+
+
+def _render(work: Path, data: dict, params: dict) -> str:
+    threshold, k, l = params["threshold"], params["k"], params["l"]  # noqa: E741
+    num_perm = int(params.get("num_perm") or 80)
+    stats = _stats(work, num_perm)
+    scurve, recall = _scurve_svg(threshold, k, l)
+    info = explore.info(work).rows
+    stage_rows = [
+        [escape(name), _num(rows), _num(seconds), escape(details)] for name, rows, seconds, details in info
+    ]
+    total = sum(r[2] or 0.0 for r in info)
+    stage_rows.append(["<b>total</b>", "", f"<b>{total:,.3f}</b>", ""])
+    singletons = dict(stats["sizes"]).get(1, 0)
+    largest = max((s for s, _ in stats["sizes"]), default=0)
+    if stats["estimate"]:
+        similarity_caption = (
+            f"How many of the {stats['n_pairs']:,} pairs kept have each similarity, the exact weighted "
+            f"Jaccard of the two URLs' term bags (pairs below {threshold:g} are dropped); the outline is "
+            f"the min-hash estimate of the same pairs, the fraction of the {num_perm} min-hashes that agree."
+        )
+    else:
+        similarity_caption = (
+            f"How many of the {stats['n_pairs']:,} pairs kept have each similarity, estimated as the "
+            f"fraction of the {num_perm} min-hashes on which the two URLs agree (pairs below "
+            f"{threshold:g} are dropped)."
+        )
+    sections = [
+        _header(work, data, params, stats),
+        '<h2 id="scurve">1. Which pairs LSH finds</h2>',
+        _figure_html(
+            scurve,
+            f"The chance that two URLs with similarity s land in the same bucket of at least one of the "
+            f"l = {l} tables of k = {k} min-hashes; at the threshold {threshold:g} (dashed line) a pair is "
+            f"found with probability {recall:.3f}, and more similar pairs even more surely.",
+        ),
+        '<h2 id="similarities">2. Similarities of the pairs kept</h2>',
+        _figure_html(
+            _similarity_svg(stats, num_perm, threshold),
+            similarity_caption,
+        ),
+        '<h2 id="sizes">3. Cluster sizes</h2>',
+        _figure_html(
+            _sizes_svg(stats),
+            f"The number of clusters of each size, both axes logarithmic: {singletons:,} URLs have no "
+            f"similar URL and form a cluster of their own, and the largest cluster has {largest:,} URLs.",
+        ),
+        '<h2 id="stages">4. Stages: rows and seconds (Table 1)</h2>',
+        '<p class="caption">What each stage of the run wrote and how long it took, as in Table 1 of '
+        "Haveliwala et al. (2000); extract counts the pages used.</p>",
+        _table(["stage", "rows", "seconds", "details"], stage_rows, {1: "num", 2: "num", 3: "details"}),
+        _figure_html(_timings_svg(info), "Seconds spent in each stage of the run."),
+        f'<h2 id="clusters">5. The {TOP_CLUSTERS} largest clusters</h2>',
+        '<p class="caption">The biggest groups of related URLs, each with its center, the terms that '
+        f"weigh most in its URLs' descriptions and its first {MEMBERS} members in URL order.</p>",
+        _clusters_html(work),
+        '<h2 id="eval">6. Evaluation</h2>',
+        _eval_html(_read_eval(work)),
+    ]
+    body = "\n".join(sections)
+    title = f"lshsql report: {escape(work.resolve().name)}"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="lshsql {escape(__version__)}">
+<title>{title}</title>
+<style>{CSS}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
