@@ -24,6 +24,7 @@ _API = {
     "query": "lshsql.explore",
     "info": "lshsql.explore",
     "write_report": "lshsql.report",
+    "plan": "lshsql.plan",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "Resources": "lshsql.db",

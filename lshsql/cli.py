@@ -462,6 +462,49 @@ def info(
 
 
 @app.command()
+def plan(
+    threshold: Annotated[float, typer.Option(help="The similarity pairs must reach.")] = 0.5,
+    recall: Annotated[
+        float, typer.Option(help="Probability wanted of finding a pair right at the threshold.")
+    ] = 0.95,
+    num_perm: Annotated[int, typer.Option(help="m, min-hashes per URL.")] = 80,
+    banding: Annotated[bool, typer.Option("--banding/--random-tables", help="b bands of r rows.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the LSH tables (for the bucket prediction).")] = 1,
+    work: Annotated[
+        Path | None,
+        typer.Option("--work", "-w", help="A work folder with signatures: predict from its data."),
+    ] = None,
+) -> None:
+    """Choose k and l for a threshold and show why: the S-curve, the options, and with --work the candidate
+    pairs and biggest buckets expected on that data. `run` makes the same choice when -k/-l are not given.
+
+    Example: lshsql plan --threshold 0.8 --work work
+    """
+    from lshsql.plan import plan as make_plan
+
+    for line in make_plan(threshold, num_perm, recall, banding, work, seed=seed).lines():
+        typer.echo(line)
+
+
+@app.command()
+def explain(
+    u: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
+    v: Annotated[str | None, typer.Argument(help="A second URL: explain the pair.")] = None,
+    work: Work = Path("work"),
+) -> None:
+    """Why two URLs were paired or not (estimate, exact similarity, colliding LSH tables, shared terms, anchor
+    phrases), or, for one URL, its bag, cluster and anchor phrases.
+
+    Example: lshsql explain https://docs.python.example/3.11/index.html https://www.python.org/ --work work
+    """
+    from lshsql import explain as why
+
+    lines = why.pair_lines(why.explain_pair(work, u, v)) if v else why.url_lines(why.explain_url(work, u))
+    for line in lines:
+        typer.echo(line)
+
+
+@app.command()
 def report(
     work: Work = Path("work"),
     out: Annotated[

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
-import numpy as np
 
 from lshsql import __version__, db, family, manifest, schemas, sqlfiles, udf
 from lshsql.errors import InputError, StageError
@@ -169,37 +168,15 @@ def write_info(work: Path) -> Path:
     return path
 
 
-PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
-
-
 def _plan_tables(con, work: Path, params: Params) -> Params:
-    """Choose (k, l) for this data: from the similarities of all pairs among a fixed sample of URLs (every
-    n-th url_id, so reruns choose the same), the expected candidates of each admissible (k, l)."""
-    n_urls = db.scalar(
-        con, "select count(*) from read_parquet($p)", {"p": str(output_path(work, "signatures"))}
-    )
-    stride = max(1, n_urls // PLAN_SAMPLE)
-    sample = con.execute(
-        "select * exclude (url_id) from read_parquet($p) where url_id % $stride = 0 order by url_id limit $n",
-        {"p": str(output_path(work, "signatures")), "stride": stride, "n": PLAN_SAMPLE},
-    ).fetchnumpy()
-    signatures = np.column_stack([sample[f"h{i}"] for i in range(params.num_perm)]) if sample else None
+    """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
+    sample of URLs' signatures, the expected candidates of each admissible (k, l)."""
+    from lshsql.plan import agreement_histogram, sample_signatures
+
+    signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
     if signatures is None or len(signatures) < 2:
         return params
-    return Params.with_tables(replace(params, k=None, l=None), pairwise_similarities(signatures), n_urls)
-
-
-def pairwise_similarities(signatures: np.ndarray, block: int = 128) -> np.ndarray:
-    """How many pairs (i < j) of rows of a signature matrix agree on 0, 1, ..., m positions: a histogram,
-    since with m min-hashes there are only m + 1 possible estimates. Blocks bound the memory."""
-    n, m = signatures.shape
-    counts = np.zeros(m + 1, dtype=np.int64)
-    for start in range(0, n, block):
-        rows = signatures[start : start + block]
-        agree = (rows[:, None, :] == signatures[None, start:, :]).sum(axis=2)
-        upper = np.arange(len(rows))[:, None] < np.arange(n - start)[None, :]
-        counts += np.bincount(agree[upper], minlength=m + 1)
-    return counts
+    return Params.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

@@ -103,8 +103,8 @@ def test_planner_uses_the_datas_background_similarity():
 def test_pairwise_histogram_counts_every_pair_once():
     import numpy as np
 
-    from lshsql.pipeline import pairwise_similarities
+    from lshsql.plan import agreement_histogram
 
     signatures = np.array([[1, 2, 3, 4], [1, 2, 0, 0], [1, 9, 9, 9], [1, 2, 3, 4]])
     # pairs: (0,1) 2, (0,2) 1, (0,3) 4, (1,2) 1, (1,3) 2, (2,3) 1
-    assert pairwise_similarities(signatures, block=2).tolist() == [0, 3, 2, 0, 1]
+    assert agreement_histogram(signatures, block=2).tolist() == [0, 3, 2, 0, 1]

@@ -1,0 +1,185 @@
+"""`lshsql plan`: choose (k, l) for a threshold and show why, with predictions from the data if there is any.
+
+Without data the S-curve alone decides (params.choose_kl). With a work folder holding signatures, a fixed
+sample of URLs gives the histogram of pairwise agreements, from which the expected number of candidate pairs
+of every (k, l) follows, and the bucket sizes of the sample, scaled up, predict the biggest LSH buckets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lshsql import db
+from lshsql.params import (
+    MAX_K,
+    PLAN_RECALL,
+    Params,
+    _tables_needed,
+    choose_kl,
+    choose_kl_for_sample,
+    collision_probability,
+    expected_candidates,
+)
+
+PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
+
+
+@dataclass(frozen=True)
+class Option:
+    """One admissible (k, l): the smallest l reaching the recall for this k."""
+
+    k: int
+    l: int  # noqa: E741
+    recall_at_threshold: float
+    candidates: float | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chosen (k, l), the options it was chosen among, and predictions from a sample if any."""
+
+    threshold: float
+    recall: float
+    num_perm: int
+    banding: bool
+    k: int
+    l: int  # noqa: E741
+    options: list[Option] = field(default_factory=list)
+    n_urls: int = 0
+    sample_size: int = 0
+    biggest_buckets: list[int] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """The choice and its reasoning, as `lshsql plan` prints it."""
+        scheme = "bands of contiguous rows" if self.banding else "tables of random min-hash indices"
+        out = [
+            f"threshold {self.threshold}, recall wanted at the threshold {self.recall}, "
+            f"m = {self.num_perm}, {scheme}",
+            f"chosen: k = {self.k}, l = {self.l}  (S-curve 1-(1-s^k)^l; "
+            f"{self.l} tables of {self.k} min-hashes)",
+            "",
+            "  s     P(candidate)",
+        ]
+        for s in sorted(
+            {round(self.threshold * f, 3) for f in (0.25, 0.5, 0.75, 1.0)} | {min(1.0, self.threshold + 0.1)}
+        ):
+            out.append(f"  {s:<5} {collision_probability(s, self.k, self.l):.4f}")
+        out += [
+            "",
+            "options (smallest l for each k that reaches the recall):",
+            "  k    l      P(t)    expected candidates",
+        ]
+        for o in self.options:
+            mark = "  <- chosen" if (o.k, o.l) == (self.k, self.l) else ""
+            expected = "-" if o.candidates is None else f"{o.candidates:,.0f}"
+            out.append(f"  {o.k:<4} {o.l:<6} {o.recall_at_threshold:.3f}   {expected}{mark}")
+        if self.n_urls:
+            out += [
+                "",
+                f"from a sample of {self.sample_size} of {self.n_urls:,} URLs' signatures: the cost of an",
+                "option is l * N band keys plus the expected candidate pairs; the cheapest was chosen. The",
+                "expectation is an upper estimate: the noise of m min-hashes widens sampled similarities.",
+            ]
+            if self.biggest_buckets:
+                sizes = ", ".join(f"{b:,}" for b in self.biggest_buckets)
+                out.append(f"predicted biggest buckets of the chosen tables: {sizes} URLs")
+        else:
+            out += [
+                "",
+                "no signatures given (--work): chosen by the S-curve alone; with a work folder the",
+                "expected candidates on the data decide among the options.",
+            ]
+        return out
+
+
+def sample_signatures(con, signatures_path: str | Path, num_perm: int, size: int = PLAN_SAMPLE):
+    """Every n-th url_id's signature (a fixed sample, so the same data always gives the same plan)."""
+    n_urls = db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(signatures_path)})
+    stride = max(1, n_urls // size)
+    sample = con.execute(
+        "select * exclude (url_id) from read_parquet($p) where url_id % $stride = 0 order by url_id limit $n",
+        {"p": str(signatures_path), "stride": stride, "n": size},
+    ).fetchnumpy()
+    if not sample or not len(sample["h0"]):
+        return None, n_urls
+    return np.column_stack([sample[f"h{i}"] for i in range(num_perm)]), n_urls
+
+
+def agreement_histogram(signatures: np.ndarray, block: int = 128) -> np.ndarray:
+    """How many pairs (i < j) of rows of a signature matrix agree on 0, 1, ..., m positions: a histogram,
+    since with m min-hashes there are only m + 1 possible estimates. Blocks bound the memory."""
+    n, m = signatures.shape
+    counts = np.zeros(m + 1, dtype=np.int64)
+    for start in range(0, n, block):
+        rows = signatures[start : start + block]
+        agree = (rows[:, None, :] == signatures[None, start:, :]).sum(axis=2)
+        upper = np.arange(len(rows))[:, None] < np.arange(n - start)[None, :]
+        counts += np.bincount(agree[upper], minlength=m + 1)
+    return counts
+
+
+def biggest_buckets(signatures: np.ndarray, tables: list[list[int]], n_urls: int, top: int = 5) -> list[int]:
+    """The largest buckets of the sample over all tables, scaled from the sample to all URLs."""
+    sizes: list[int] = []
+    for indices in tables:
+        _, counts = np.unique(signatures[:, indices], axis=0, return_counts=True)
+        sizes.extend(int(c) for c in counts if c > 1)
+    scale = n_urls / len(signatures)
+    return [round(s * scale) for s in sorted(sizes, reverse=True)[:top]]
+
+
+def plan(
+    threshold: float,
+    num_perm: int = 80,
+    recall: float = PLAN_RECALL,
+    banding: bool = False,
+    work: str | Path | None = None,
+    resources: db.Resources | None = None,
+    seed: int = 1,
+) -> Plan:
+    """Choose (k, l) for `threshold`; with `work`, from its signatures' sample (the choice `run` makes).
+
+    Example:
+        >>> plan(0.5).k, plan(0.5).l
+        (3, 23)
+    """
+    from lshsql import family
+
+    params = Params(threshold=threshold, num_perm=num_perm, banding=banding, seed=seed)  # validates them
+    signatures, n_urls = None, 0
+    if work is not None:
+        path = Path(work) / "signatures.parquet"
+        if not path.exists():
+            from lshsql.errors import InputError
+
+            raise InputError(f"{work}: no signatures.parquet; run `lshsql run` (or `stage signatures`) first")
+        resources = resources or db.Resources(memory_limit="2GB", threads=2)
+        with db.connect(resources) as con:
+            signatures, n_urls = sample_signatures(con, path, num_perm)
+        if signatures is not None and signatures.shape[1] != num_perm:
+            signatures = None
+    histogram = agreement_histogram(signatures) if signatures is not None and len(signatures) > 1 else None
+    if histogram is not None:
+        k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall)  # noqa: E741
+    else:
+        k, l = choose_kl(threshold, num_perm, banding, recall)  # noqa: E741
+    options = []
+    for option_k in range(2, MAX_K + 1):
+        option_l = _tables_needed(threshold, option_k, recall)
+        if option_l is None or option_l > 10_000 or (banding and option_k * option_l > num_perm):
+            continue
+        expected = None if histogram is None else expected_candidates(histogram, n_urls, option_k, option_l)
+        options.append(
+            Option(option_k, option_l, collision_probability(threshold, option_k, option_l), expected)
+        )
+        if len(options) >= 8 and option_k >= k:
+            break
+    buckets: list[int] = []
+    if signatures is not None and len(signatures) > 1:
+        chosen = Params(threshold=threshold, num_perm=num_perm, banding=banding, k=k, l=l, seed=params.seed)
+        buckets = biggest_buckets(signatures, family.lsh_tables(chosen), n_urls)
+    sample_size = 0 if signatures is None else len(signatures)
+    return Plan(threshold, recall, num_perm, banding, k, l, options, n_urls, sample_size, buckets)

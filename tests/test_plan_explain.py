@@ -1,0 +1,85 @@
+"""`lshsql plan` and `lshsql explain` on the example crawl."""
+
+from __future__ import annotations
+
+import pytest
+
+from lshsql import db
+from lshsql.errors import InputError
+from lshsql.explain import explain_pair, explain_url, pair_lines, url_lines
+from lshsql.extract import ExtractParams, extract
+from lshsql.params import Params, collision_probability
+from lshsql.pipeline import run
+from lshsql.plan import plan
+from tests.conftest import EXAMPLE_CRAWL
+
+PYTHON_INDEX = "https://docs.python.example/3.11/index.html"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    work = tmp_path_factory.mktemp("explain") / "w"
+    resources = db.Resources(memory_limit="1GB", threads=2)
+    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), resources)
+    run(work, Params(threshold=0.5), resources=resources)
+    return work
+
+
+def test_plan_without_data_is_the_closed_form():
+    chosen = plan(0.5)
+    assert (chosen.k, chosen.l) == (3, 23)
+    assert any((o.k, o.l) == (3, 23) for o in chosen.options)
+    assert all(o.recall_at_threshold >= 0.95 for o in chosen.options)
+    text = "\n".join(chosen.lines())
+    assert "chosen: k = 3, l = 23" in text and "<- chosen" in text
+
+
+def test_plan_with_data_is_the_choice_run_made(work):
+    import json
+
+    chosen = plan(0.5, work=work)
+    used = json.loads((work / "manifest.json").read_text())["params"]
+    assert (chosen.k, chosen.l) == (used["k"], used["l"])
+    assert collision_probability(0.5, chosen.k, chosen.l) >= 0.95
+    assert chosen.sample_size > 0 and all(o.candidates is not None for o in chosen.options)
+    # more tables of more hashes: fewer expected candidates
+    expected = [o.candidates for o in chosen.options]
+    assert expected == sorted(expected, reverse=True)
+
+
+def test_explain_a_kept_pair(work):
+    import duckdb
+
+    with duckdb.connect() as con:
+        u, v, similarity = con.execute(
+            "select u, v, similarity from read_parquet($p) order by similarity desc, u, v limit 1",
+            {"p": str(work / "pairs.parquet")},
+        ).fetchall()[0]
+    e = explain_pair(work, v, u)  # order does not matter
+    assert (e["u"], e["v"]) == (u, v)
+    assert e["similarity_kept"] == pytest.approx(similarity) == pytest.approx(e["jaccard_flattened"])
+    assert e["is_candidate"] and e["tables_collided"] and e["same_cluster"]
+    assert e["shared_terms"] and e["agreeing"] == round(e["estimate"] * e["num_perm"])
+    text = "\n".join(pair_lines(e))
+    assert "kept as a pair" in text and "shared terms" in text
+
+
+def test_explain_a_pair_that_was_not_kept(work):
+    e = explain_pair(work, PYTHON_INDEX, "https://www.postgresql.example/docs/15/index.html")
+    assert e["similarity_kept"] is None and not e["same_cluster"]
+    assert e["jaccard_flattened"] < 0.5  # the two manuals' home pages share few words
+    verdict = "a candidate, but below the threshold" if e["is_candidate"] else "never a candidate"
+    assert verdict in "\n".join(pair_lines(e))
+    assert e["is_candidate"] == bool(e["tables_collided"])  # a candidate exactly when some table collided
+
+
+def test_explain_one_url(work):
+    e = explain_url(work, PYTHON_INDEX)
+    assert e["terms"] and e["cluster"] is not None
+    assert e["anchors"] and all(n >= 1 for _, n in e["anchors"])
+    assert "heaviest terms" in "\n".join(url_lines(e))
+
+
+def test_explain_an_unknown_url(work):
+    with pytest.raises(InputError, match="not described"):
+        explain_url(work, "http://nowhere.example/")
