@@ -25,6 +25,7 @@ _API = {
     "info": "lshsql.explore",
     "write_report": "lshsql.report",
     "plan": "lshsql.plan",
+    "evaluate": "lshsql.evaluate",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "Resources": "lshsql.db",

@@ -504,6 +504,33 @@ def explain(
         typer.echo(line)
 
 
+@app.command(name="eval")
+def eval_(
+    work: Work = Path("work"),
+    threshold: Annotated[
+        float | None, typer.Option(help="Similarity of the truth [default: the run's].")
+    ] = None,
+    labels: Annotated[
+        Path | None, typer.Option(help="Parquet or CSV with url,label: score the clusters.")
+    ] = None,
+    sample: Annotated[int, typer.Option(help="URLs whose 10 nearest neighbours are checked.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of that sample.")] = 1,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+) -> None:
+    """Measure the run against the exact answer: recall and precision of pairs and candidates, the exact
+    similarity of what was missed or wrongly kept, nearest-neighbour overlap, and cluster quality with labels.
+    Written to DIR/eval/ (Parquet and eval.json).
+
+    Example: lshsql eval --work work --labels labels.csv
+    """
+    from lshsql.evaluate import evaluate, summary_lines
+
+    result = evaluate(work, threshold, labels, sample, seed, _resources(work, threads, memory_limit))
+    for line in summary_lines(result):
+        typer.echo(line)
+
+
 @app.command()
 def report(
     work: Work = Path("work"),

@@ -32,7 +32,7 @@ def test_readme_documents_every_output_schema(table):
 
 def test_readme_mentions_every_command():
     for command in app.registered_commands:
-        assert f"lshsql {command.callback.__name__}" in README
+        assert f"lshsql {command.name or command.callback.__name__}" in README
 
 
 def test_walkthrough_queries_run_on_the_example_crawl(tmp_path, monkeypatch):

@@ -1,0 +1,484 @@
+"""`lshsql eval`: how well a finished run recovers the exact answer, and how good its clusters are.
+
+The exact answer is every pair whose weighted Jaccard reaches the threshold (sql/70_truth.sql, prefix
+filtering, no comparison of all pairs). Against it: recall and precision of the run's pairs and
+candidates, the similarities of the pairs missed and wrongly kept, What's Related against the exact ten
+nearest neighbours of a sample of URLs (Haveliwala et al. 2000, sec. 3), and, given a file of labels,
+purity, pairwise F-measure and adjusted Rand index of the clusters. Everything is written to DIR/eval/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from math import comb
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from lshsql import __version__, db, manifest, sqlfiles, urls
+from lshsql.errors import InputError, ParamError
+from lshsql.pipeline import output_path
+
+EVAL_DIR = "eval"
+TRUTH_SQL = "70_truth.sql"
+NEIGHBOURS = 10
+BINS = 10
+REQUIRED = ("bags", "urls", "candidates", "pairs")
+
+
+def register_flattened_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
+    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree."""
+    copies = "cast(greatest(1, cast(round(weight) as integer)) as double) as weight"
+    con.read_parquet(str(path)).project(f"url_id, term, term_hash, tf, df, {copies}").create_view(
+        "bags", replace=True
+    )
+
+
+def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float) -> int:
+    """Run sql/70_truth.sql on the work folder's bags into DIR/eval/truth.parquet; the rows written."""
+    work = Path(work)
+    register_flattened_bags(con, _existing(work, "bags"))
+    out = work / EVAL_DIR / "truth.parquet"
+    return sqlfiles.materialize(con, sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}, out)
+
+
+def evaluate(
+    work: str | Path,
+    threshold: float | None = None,
+    labels: str | Path | None = None,
+    sample: int = 100,
+    seed: int = 1,
+    resources: db.Resources | None = None,
+) -> dict:
+    """Compare a finished run with the exact pairs and (given labels) score its clusters; writes DIR/eval/."""
+    started = time.perf_counter()
+    work = Path(work)
+    if not work.is_dir():
+        raise InputError(f"{work}: no such work folder")
+    for relation in REQUIRED + (("clusters",) if labels is not None else ()):
+        _existing(work, relation)
+    threshold = _threshold(work, threshold)
+    if sample < 0:
+        raise ParamError(f"sample must be >= 0, got {sample}")
+    if not 0 <= seed < 2**32:
+        raise ParamError(f"seed must be in 0..2^32-1, got {seed}")
+    out = work / EVAL_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    result: dict = {"work": str(work), "threshold": threshold, "lshsql": __version__}
+    with db.connect(resources) as con:
+        relations = REQUIRED + (("clusters",) if output_path(work, "clusters").exists() else ())
+        sqlfiles.register_inputs(con, {r: str(output_path(work, r)) for r in relations if r != "bags"})
+        register_flattened_bags(con, output_path(work, "bags"))
+        result["truth"] = _truth_cached(con, work, threshold)
+        sqlfiles.register_inputs(con, {"truth": str(out / "truth.parquet")})
+        result["pairs"] = _recall_precision(con, "pairs")
+        result["candidates"] = _recall_precision(con, "candidates")
+        result["histograms"] = _histograms(con, out)
+        result["neighbours"] = _neighbours(con, out, sample, seed)
+        result["clusters"] = _cluster_quality(con, Path(labels)) if labels is not None else None
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    (out / "eval.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def summary_lines(result: dict) -> list[str]:
+    """A short printable table of an evaluate() result."""
+    lines = [f"threshold {result['threshold']:g}: {result['truth']['pairs']:,} exact pairs"]
+    lines.append(f"{'':<12}{'rows':>12}{'correct':>10}{'recall':>9}{'precision':>11}")
+    for name in ("pairs", "candidates"):
+        entry = result[name]
+        lines.append(
+            f"{name:<12}{entry['rows']:>12,}{entry['correct']:>10,}"
+            f"{_fmt(entry['recall']):>9}{_fmt(entry['precision']):>11}"
+        )
+    hist = result["histograms"]
+    edges = hist["edges"]
+    for name in ("missed", "wrong"):
+        shown = [f"{edges[i]:.1f}:{n}" for i, n in enumerate(hist[name]) if n]
+        lines.append(f"{name} by exact J: {' '.join(shown) or 'none'}")
+    nn = result["neighbours"]
+    lines.append(
+        f"related vs exact {nn['k']} nearest neighbours: overlap@{nn['k']} {_fmt(nn['overlap'])} "
+        f"over {nn['evaluated']} of {nn['sample']} sampled URLs"
+    )
+    quality = result.get("clusters")
+    if quality:
+        lines.append(
+            f"clusters ({quality['urls']:,} labelled URLs, {quality['clusters']:,} clusters, "
+            f"{quality['labels']:,} labels): purity {_fmt(quality['purity'])}, "
+            f"inverse purity {_fmt(quality['inverse_purity'])}"
+        )
+        lines.append(
+            f"  pairwise precision {_fmt(quality['pairwise_precision'])}, "
+            f"recall {_fmt(quality['pairwise_recall'])}, F {_fmt(quality['pairwise_f'])}, "
+            f"ARI {_fmt(quality['ari'])}"
+        )
+    lines.append(f"seconds {result['seconds']:.2f} (truth {result['truth']['seconds']:.2f})")
+    return lines
+
+
+def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
+    """Purity, inverse purity, pairwise precision/recall/F and ARI from (cluster, label, count) rows."""
+    by_cluster: dict[object, int] = {}
+    by_label: dict[object, int] = {}
+    best_in_cluster: dict[object, int] = {}
+    best_in_label: dict[object, int] = {}
+    together = 0  # pairs of URLs with the same cluster and the same label
+    for cluster, label, n in contingency:
+        by_cluster[cluster] = by_cluster.get(cluster, 0) + n
+        by_label[label] = by_label.get(label, 0) + n
+        best_in_cluster[cluster] = max(best_in_cluster.get(cluster, 0), n)
+        best_in_label[label] = max(best_in_label.get(label, 0), n)
+        together += comb(n, 2)
+    total = sum(by_cluster.values())
+    same_cluster = sum(comb(n, 2) for n in by_cluster.values())
+    same_label = sum(comb(n, 2) for n in by_label.values())
+    precision = _ratio(together, same_cluster)
+    recall = _ratio(together, same_label)
+    f = None
+    if precision is not None and recall is not None:
+        f = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "urls": total,
+        "clusters": len(by_cluster),
+        "labels": len(by_label),
+        "purity": _ratio(sum(best_in_cluster.values()), total),
+        "inverse_purity": _ratio(sum(best_in_label.values()), total),
+        "pairwise_precision": precision,
+        "pairwise_recall": recall,
+        "pairwise_f": f,
+        "ari": adjusted_rand_index(together, same_cluster, same_label, comb(total, 2)),
+    }
+
+
+def adjusted_rand_index(together: int, same_cluster: int, same_label: int, all_pairs: int) -> float | None:
+    """Hubert and Arabie's ARI from pair counts: sum C(n_ij, 2), sum C(a_i, 2), sum C(b_j, 2), C(n, 2)."""
+    if all_pairs == 0:
+        return None
+    expected = same_cluster * same_label / all_pairs
+    maximum = (same_cluster + same_label) / 2
+    if maximum == expected:  # both partitions all singletons, or both one block: identical (as sklearn)
+        return 1.0
+    return (together - expected) / (maximum - expected)
+
+
+# ---------------------------------------------------------------- steps
+
+
+def _existing(work: Path, relation: str) -> Path:
+    path = output_path(work, relation)
+    if not path.exists():
+        raise InputError(f"{work}: no {path.name}; run `lshsql run --work {work}` first")
+    return path
+
+
+def _threshold(work: Path, threshold: float | None) -> float:
+    if threshold is None:
+        try:
+            threshold = manifest.read(work)["params"]["threshold"]
+        except (KeyError, TypeError, json.JSONDecodeError):
+            raise InputError(f"{work}: no threshold in manifest.json; give one") from None
+    threshold = float(threshold)
+    if not 0 < threshold <= 1:
+        raise ParamError(f"threshold must be in (0, 1], got {threshold}")
+    return threshold
+
+
+def _truth_cached(con: duckdb.DuckDBPyConnection, work: Path, threshold: float) -> dict:
+    """The exact pairs; eval/truth.parquet is reused when made from the same bags, SQL and threshold."""
+    bags = output_path(work, "bags").stat()
+    key = hashlib.sha256(
+        json.dumps(
+            [bags.st_size, bags.st_mtime_ns, threshold, sqlfiles.load(TRUTH_SQL).text, __version__, "copies"]
+        ).encode()
+    ).hexdigest()[:16]
+    previous = _previous(work).get("truth") or {}
+    if previous.get("fingerprint") == key and (work / EVAL_DIR / "truth.parquet").exists():
+        return {**previous, "reused": True}
+    started = time.perf_counter()
+    rows = truth(con, work, threshold)
+    return {"pairs": rows, "seconds": round(time.perf_counter() - started, 3), "fingerprint": key}
+
+
+def _previous(work: Path) -> dict:
+    path = work / EVAL_DIR / "eval.json"
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    return {}
+
+
+def _recall_precision(con: duckdb.DuckDBPyConnection, relation: str) -> dict:
+    """A pair of `relation` is correct when it is an exact pair (its exact Jaccard reaches the threshold)."""
+    rows, correct, n_truth = con.execute(
+        f"select (select count(*) from {relation}), "
+        f"(select count(*) from {relation} semi join truth using (u_id, v_id)), "
+        "(select count(*) from truth)"
+    ).fetchall()[0]
+    return {
+        "rows": rows,
+        "correct": correct,
+        "recall": _ratio(correct, n_truth),
+        "precision": _ratio(correct, rows),
+    }
+
+
+def _histograms(con: duckdb.DuckDBPyConnection, out: Path) -> dict:
+    """Exact similarity of the exact pairs the run missed and of the pairs it kept below the threshold."""
+    _copy(con, QUERIES["missed"], {}, out / "missed.parquet")
+    _copy(con, QUERIES["wrong"], {}, out / "wrong.parquet")
+    edges = [i / BINS for i in range(BINS + 1)]
+    hist = {"edges": edges}
+    for name in ("missed", "wrong"):
+        counts = dict(
+            con.execute(
+                f"select least(cast(floor(jaccard * {BINS}) as integer), {BINS - 1}) as bin, count(*) "
+                "from read_parquet($p) group by bin",
+                {"p": str(out / f"{name}.parquet")},
+            ).fetchall()
+        )
+        hist[name] = [int(counts.get(i, 0)) for i in range(BINS)]
+    return hist
+
+
+def _neighbours(con: duckdb.DuckDBPyConnection, out: Path, sample: int, seed: int) -> dict:
+    """overlap@10 of What's Related with the exact 10 nearest neighbours, over a seeded sample of URLs."""
+    ids = np.array([r[0] for r in con.execute("select distinct url_id from bags order by url_id").fetchall()])
+    chosen = np.sort(np.random.RandomState(seed).choice(ids, size=min(sample, len(ids)), replace=False))
+    con.register("sample_ids", pa.table({"url_id": pa.array(chosen.tolist(), pa.int64())}))
+    _copy(con, QUERIES["neighbours"], {"k": NEIGHBOURS}, out / "neighbours.parquet")
+    overlaps = con.execute(
+        "select url_id, count(*) filter (where related_rank is not null) / count(*) "
+        "from read_parquet($p) where exact_rank is not null group by url_id",
+        {"p": str(out / "neighbours.parquet")},
+    ).fetchall()
+    con.unregister("sample_ids")
+    return {
+        "k": NEIGHBOURS,
+        "sample": len(chosen),
+        "seed": seed,
+        "evaluated": len(overlaps),
+        "overlap": float(np.mean([o for _, o in overlaps])) if overlaps else None,
+    }
+
+
+def _cluster_quality(con: duckdb.DuckDBPyConnection, path: Path) -> dict:
+    """Scores of the clusters against the labels of the labelled URLs that have a cluster."""
+    table = _read_labels(con, path)
+    con.register("labels_given", table)
+    try:
+        contingency = con.execute(QUERIES["contingency"]).fetchall()
+    finally:
+        con.unregister("labels_given")
+    return {"labels_file": str(path), "labelled_rows": table.num_rows, **cluster_metrics(contingency)}
+
+
+def _read_labels(con: duckdb.DuckDBPyConnection, path: Path) -> pa.Table:
+    """url, canonical url and label of a Parquet or CSV file with columns url, label."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such labels file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            relation = con.read_parquet(str(path))
+        elif suffix in (".csv", ".tsv", ".txt"):
+            relation = con.read_csv(str(path), header=True)
+        else:
+            raise InputError(f"{path}: labels must be a .parquet or .csv file with columns url, label")
+        missing = {"url", "label"} - set(relation.columns)
+        if missing:
+            raise InputError(
+                f"{path}: labels need columns url and label (missing: {', '.join(sorted(missing))})"
+            )
+        rows = relation.project("cast(url as varchar) as url, cast(label as varchar) as label").fetchall()
+    except duckdb.Error as e:
+        raise InputError(f"{path}: not a readable labels file: {' '.join(str(e).split())[:200]}") from None
+    labelled: dict[str, str] = {}
+    for url, label in rows:
+        if url is None or label is None:
+            continue
+        if labelled.setdefault(url, label) != label:
+            raise InputError(f"{path}: {url} has two labels ({labelled[url]!r} and {label!r})")
+    canonical = []
+    for url in labelled:
+        try:
+            canonical.append(urls.canonicalize(url))
+        except urls.UrlError:
+            canonical.append(url)
+    return pa.table(
+        {"url": list(labelled), "canonical": canonical, "label": list(labelled.values())},
+        schema=pa.schema([("url", pa.string()), ("canonical", pa.string()), ("label", pa.string())]),
+    )
+
+
+def _copy(con: duckdb.DuckDBPyConnection, query: str, params: dict, path: Path) -> None:
+    con.execute(
+        f"copy ({query}) to $lshsql_out (format parquet, compression zstd)",
+        {**params, "lshsql_out": str(path)},
+    ).fetchall()
+
+
+def _ratio(a: int | float, b: int | float) -> float | None:
+    return a / b if b else None
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4f}"
+
+
+# Exact weighted Jaccard of given pairs, as sql/70_truth.sql verifies its candidates: each side's terms
+# gathered per pair and matched on (pair, term) by a group by, DECIMAL sums, shared / (W_u + W_v - shared).
+_EXACT = """
+    bag_totals as (
+        select url_id, cast(sum(cast(weight as decimal(38, 12))) as double) as total_weight
+        from bags group by url_id
+    ),
+    pair_terms as (
+        select given.u_id, given.v_id, bags.term, bags.weight
+        from given inner join bags on given.u_id = bags.url_id
+        union all
+        select given.u_id, given.v_id, bags.term, bags.weight
+        from given inner join bags on given.v_id = bags.url_id
+    ),
+    shared_terms as (
+        select u_id, v_id, min(weight) as min_weight
+        from pair_terms group by u_id, v_id, term having count(*) = 2
+    ),
+    shared_weights as (
+        select u_id, v_id, cast(sum(cast(min_weight as decimal(38, 12))) as double) as min_weight
+        from shared_terms group by u_id, v_id
+    ),
+    exact as (
+        select
+            given.u_id,
+            given.v_id,
+            coalesce(shared_weights.min_weight, 0)
+            / (total_u.total_weight + total_v.total_weight - coalesce(shared_weights.min_weight, 0))
+            as jaccard
+        from given
+        left join shared_weights using (u_id, v_id)
+        inner join bag_totals as total_u on given.u_id = total_u.url_id
+        inner join bag_totals as total_v on given.v_id = total_v.url_id
+    )
+"""
+
+QUERIES = {
+    # exact pairs the run did not keep; in_candidates tells whether LSH found them at all
+    "missed": """
+        select url_u.url as u, url_v.url as v, truth.u_id, truth.v_id, truth.jaccard,
+               exists (select 1 from candidates where candidates.u_id = truth.u_id
+                       and candidates.v_id = truth.v_id) as in_candidates
+        from truth
+        anti join pairs using (u_id, v_id)
+        inner join urls as url_u on truth.u_id = url_u.url_id
+        inner join urls as url_v on truth.v_id = url_v.url_id
+        order by truth.u_id, truth.v_id
+    """,
+    # pairs the run kept whose exact Jaccard is below the threshold
+    "wrong": f"""
+        with given as (select u_id, v_id, similarity from pairs anti join truth using (u_id, v_id)),
+        {_EXACT}
+        select pairs.u, pairs.v, pairs.u_id, pairs.v_id, pairs.similarity, exact.jaccard
+        from exact inner join pairs using (u_id, v_id)
+        order by pairs.u_id, pairs.v_id
+    """,
+    # per sampled URL: its exact k nearest neighbours (any similarity > 0: the URLs sharing a term) and
+    # the k URLs What's Related lists (pairs by estimated similarity desc, ties by URL = by url_id)
+    "neighbours": """
+        with bag_totals as (
+            select url_id, cast(sum(cast(weight as decimal(38, 12))) as double) as total_weight
+            from bags group by url_id
+        ),
+        sample_terms as (
+            select sample_ids.url_id, bags.term, bags.weight
+            from sample_ids inner join bags on sample_ids.url_id = bags.url_id
+        ),
+        shared_weights as (
+            select
+                sample_terms.url_id,
+                bags.url_id as neighbour_id,
+                cast(sum(cast(least(sample_terms.weight, bags.weight) as decimal(38, 12))) as double)
+                    as min_weight
+            from sample_terms
+            inner join bags on sample_terms.term = bags.term and sample_terms.url_id <> bags.url_id
+            group by sample_terms.url_id, bags.url_id
+        ),
+        exact_ranked as (
+            select
+                shared_weights.url_id,
+                shared_weights.neighbour_id,
+                shared_weights.min_weight
+                / (total_u.total_weight + total_v.total_weight - shared_weights.min_weight) as jaccard,
+                row_number() over (
+                    partition by shared_weights.url_id
+                    order by shared_weights.min_weight
+                    / (total_u.total_weight + total_v.total_weight - shared_weights.min_weight) desc,
+                    shared_weights.neighbour_id
+                ) as exact_rank
+            from shared_weights
+            inner join bag_totals as total_u on shared_weights.url_id = total_u.url_id
+            inner join bag_totals as total_v on shared_weights.neighbour_id = total_v.url_id
+        ),
+        related as (
+            select sample_ids.url_id, pairs.v_id as neighbour_id, pairs.similarity
+            from sample_ids inner join pairs on sample_ids.url_id = pairs.u_id
+            union all
+            select sample_ids.url_id, pairs.u_id as neighbour_id, pairs.similarity
+            from sample_ids inner join pairs on sample_ids.url_id = pairs.v_id
+        ),
+        related_ranked as (
+            select
+                related.*,
+                row_number() over (
+                    partition by related.url_id order by related.similarity desc, related.neighbour_id
+                ) as related_rank
+            from related
+        ),
+        both_lists as (
+            select
+                coalesce(exact_top.url_id, related_top.url_id) as url_id,
+                coalesce(exact_top.neighbour_id, related_top.neighbour_id) as neighbour_id,
+                exact_top.exact_rank,
+                exact_top.jaccard,
+                related_top.related_rank,
+                related_top.similarity
+            from (select * from exact_ranked where exact_rank <= $k) as exact_top
+            full join (select * from related_ranked where related_rank <= $k) as related_top
+                on exact_top.url_id = related_top.url_id and exact_top.neighbour_id = related_top.neighbour_id
+        )
+        select
+            url_u.url,
+            both_lists.url_id,
+            url_v.url as neighbour,
+            both_lists.neighbour_id,
+            both_lists.exact_rank,
+            both_lists.jaccard,
+            both_lists.related_rank,
+            both_lists.similarity
+        from both_lists
+        inner join urls as url_u on both_lists.url_id = url_u.url_id
+        inner join urls as url_v on both_lists.neighbour_id = url_v.url_id
+        order by both_lists.url_id, both_lists.exact_rank nulls last, both_lists.related_rank
+    """,
+    # (cluster, label, URLs): labelled URLs matched to clusters as written, else in canonical form
+    "contingency": """
+        with matched as (
+            select labels_given.label, coalesce(as_written.center_id, as_canonical.center_id) as center_id
+            from labels_given
+            left join clusters as as_written on labels_given.url = as_written.url
+            left join clusters as as_canonical on labels_given.canonical = as_canonical.url
+        )
+        select center_id, label, count(*) as n
+        from matched
+        where center_id is not null
+        group by center_id, label
+        order by center_id, label
+    """,
+}
