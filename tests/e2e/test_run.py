@@ -228,3 +228,22 @@ def test_stages_start_from_tables_put_in_the_work_folder(tmp_path):
         cli("stage", stage, "--work", str(second), "--threshold", "0.4", "-q")
     for table in ("pairs", "clusters"):
         assert (first / f"{table}.parquet").read_bytes() == (second / f"{table}.parquet").read_bytes()
+
+
+def test_quality_commands_from_the_cli(tmp_path):
+    """eval, plan, explain and report run as a user types them, on one finished run."""
+    work = tmp_path / "w"
+    cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "-q", "--threshold", "0.5")
+    out = cli("eval", "--work", str(work), "--sample", "20").stdout
+    result = json.loads((work / "eval" / "eval.json").read_text())
+    assert result["pairs"]["precision"] == 1.0 and result["pairs"]["recall"] >= 0.9  # verified by default
+    assert "recall" in out
+    plan = cli("plan", "--threshold", "0.5", "--work", str(work)).stdout
+    assert "<- chosen" in plan and "expected candidates" in plan
+    with duckdb.connect() as con:
+        u, v = con.execute(
+            "select u, v from read_parquet($p) limit 1", {"p": str(work / "pairs.parquet")}
+        ).fetchall()[0]
+    assert "kept as a pair" in cli("explain", u, v, "--work", str(work)).stdout
+    report = Path(cli("report", "--work", str(work)).stdout.strip())
+    assert report.exists() and report.read_text().count("<svg") >= 4
