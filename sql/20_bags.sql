@@ -72,30 +72,24 @@ bag_totals as (
     from bags_nonzero
     group by bags_nonzero.url_id
 ),
-
-final as (
-    select
-        bags_nonzero.url_id,
-        bags_nonzero.term,
-        bags_nonzero.term_hash,
-        bags_nonzero.tf,
-        bags_nonzero.df,
-        bags_nonzero.raw_weight * $scale / bag_totals.total_weight as weight
-    from bags_nonzero
-    inner join bag_totals on bags_nonzero.url_id = bag_totals.url_id
-)
-{%- else %}
-
-final as (
-    select
-        bags_nonzero.url_id,
-        bags_nonzero.term,
-        bags_nonzero.term_hash,
-        bags_nonzero.tf,
-        bags_nonzero.df,
-        bags_nonzero.raw_weight as weight
-    from bags_nonzero
-)
 {%- endif %}
+
+final as (
+    select
+        bags_nonzero.url_id,
+        bags_nonzero.term,
+        bags_nonzero.term_hash,
+        bags_nonzero.tf,
+        bags_nonzero.df,
+        {%- if normalize %}
+        bags_nonzero.raw_weight * $scale / bag_totals.total_weight as weight
+        {%- else %}
+        bags_nonzero.raw_weight as weight
+        {%- endif %}
+    from bags_nonzero
+    {%- if normalize %}
+    inner join bag_totals on bags_nonzero.url_id = bag_totals.url_id
+    {%- endif %}
+)
 
 select * from final order by url_id, term_hash
