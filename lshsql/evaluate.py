@@ -35,7 +35,7 @@ def register_flattened_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
     signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree."""
     copies = "cast(greatest(1, cast(round(weight) as integer)) as double) as weight"
-    con.read_parquet(str(path)).project(f"url_id, term, term_hash, tf, df, {copies}").create_view(
+    con.read_parquet(str(path)).project(f"url_id, term_hash, tf, df, {copies}").create_view(
         "bags", replace=True
     )
 
@@ -341,15 +341,15 @@ _EXACT = """
         from bags group by url_id
     ),
     pair_terms as (
-        select given.u_id, given.v_id, bags.term, bags.weight
+        select given.u_id, given.v_id, bags.term_hash, bags.weight
         from given inner join bags on given.u_id = bags.url_id
         union all
-        select given.u_id, given.v_id, bags.term, bags.weight
+        select given.u_id, given.v_id, bags.term_hash, bags.weight
         from given inner join bags on given.v_id = bags.url_id
     ),
     shared_terms as (
         select u_id, v_id, min(weight) as min_weight
-        from pair_terms group by u_id, v_id, term having count(*) = 2
+        from pair_terms group by u_id, v_id, term_hash having count(*) = 2
     ),
     shared_weights as (
         select u_id, v_id, cast(sum(cast(min_weight as decimal(38, 12))) as double) as min_weight
@@ -397,7 +397,7 @@ QUERIES = {
             from bags group by url_id
         ),
         sample_terms as (
-            select sample_ids.url_id, bags.term, bags.weight
+            select sample_ids.url_id, bags.term_hash, bags.weight
             from sample_ids inner join bags on sample_ids.url_id = bags.url_id
         ),
         shared_weights as (
@@ -407,7 +407,7 @@ QUERIES = {
                 cast(sum(cast(least(sample_terms.weight, bags.weight) as decimal(38, 12))) as double)
                     as min_weight
             from sample_terms
-            inner join bags on sample_terms.term = bags.term and sample_terms.url_id <> bags.url_id
+            inner join bags on sample_terms.term_hash = bags.term_hash and sample_terms.url_id <> bags.url_id
             group by sample_terms.url_id, bags.url_id
         ),
         exact_ranked as (

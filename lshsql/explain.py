@@ -105,7 +105,8 @@ def explain_url(work: str | Path, url: str) -> dict:
     with open_work(work) as con:
         url, url_id = _url_id(con, url)
         terms = con.execute(
-            "select term, weight, tf, df from bags where url_id = $id order by weight desc, term limit $n",
+            "select terms.term, bags.weight, bags.tf, bags.df from bags inner join terms using (term_hash) "
+            "where bags.url_id = $id order by bags.weight desc, terms.term limit $n",
             {"id": url_id, "n": TOP},
         ).fetchall()
         cluster = con.execute(
@@ -184,26 +185,27 @@ def url_lines(e: dict) -> list[str]:
 
 SHARED_TERMS = """
 select
-    bag_u.term,
+    terms.term,
     least(bag_u.weight, bag_v.weight) as contribution,
     bag_u.weight,
     bag_v.weight
 from bags as bag_u
-inner join bags as bag_v on bag_u.term = bag_v.term
+inner join bags as bag_v on bag_u.term_hash = bag_v.term_hash
+inner join terms on bag_u.term_hash = terms.term_hash
 where bag_u.url_id = $u and bag_v.url_id = $v
-order by contribution desc, bag_u.term
+order by contribution desc, terms.term
 limit 10
 """
 
 EXACT = """
 with both_bags as (
-    select url_id, term, weight, cast(greatest(1, cast(round(weight) as integer)) as double) as copies
+    select url_id, term_hash, weight, cast(greatest(1, cast(round(weight) as integer)) as double) as copies
     from bags where url_id in ($u, $v)
 ),
 per_term as (
-    select term, min(copies) as min_copies, max(copies) as max_copies, min(weight) as min_weight,
+    select term_hash, min(copies) as min_copies, max(copies) as max_copies, min(weight) as min_weight,
            max(weight) as max_weight, count(*) as n_sides
-    from both_bags group by term
+    from both_bags group by term_hash
 )
 select
     sum(case when n_sides = 2 then min_copies else 0 end) / sum(max_copies),

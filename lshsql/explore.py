@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, manifest, sqlfiles, urls
-from lshsql.errors import InputError, StageError
-from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, input_paths, output_path
+from lshsql import db, manifest, urls
+from lshsql.errors import InputError
+from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,7 @@ def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterat
         memory_limit="2GB", threads=2, temp_directory=str(work / "tmp" / "duckdb")
     )
     with db.connect(resources) as con:
-        for relation in CATALOG_RELATIONS:
-            try:
-                sqlfiles.register_inputs(con, {relation: input_paths(work, relation)})
-            except (InputError, StageError):  # an output not made yet simply has no view
-                continue
+        register_outputs(con, work)
         yield con
 
 
@@ -135,14 +131,15 @@ QUERIES = {
             from clusters inner join biggest on clusters.center_id = biggest.center_id
         ),
         terms_ranked as (
-            select clusters.center_id, bags.term, sum(bags.weight) as weight,
+            select clusters.center_id, terms.term, sum(bags.weight) as weight,
                    row_number() over (
-                       partition by clusters.center_id order by sum(bags.weight) desc, bags.term
+                       partition by clusters.center_id order by sum(bags.weight) desc, terms.term
                    ) as rank
             from clusters
             inner join biggest on clusters.center_id = biggest.center_id
             inner join bags on bags.url_id = clusters.url_id
-            group by clusters.center_id, bags.term
+            inner join terms on bags.term_hash = terms.term_hash
+            group by clusters.center_id, terms.term
         )
         select
             biggest.size,

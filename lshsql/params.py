@@ -15,7 +15,9 @@ from lshsql.errors import ParamError
 
 WEIGHTINGS = ("tfidf", "tf", "none")
 CLUSTERINGS = ("center", "components")
-PRIME = 2**31 - 1  # Mersenne prime of the hash family; a*x + b < 2^62 stays inside signed BIGINT
+PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits)
+# min-hash family h(x) = ((a*x + b) mod 2^40) >> 9: a odd in [2^31, 2^32) and b < 2^32 keep a*x + b < 2^63
+FAMILY_WORD, FAMILY_SHIFT = 40, 9
 MAX_K = 32
 PLAN_RECALL = 0.95
 VERIFY_SIGMAS = 3.0

@@ -36,7 +36,10 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("term_counts", "10_term_counts.sql", ("fragments",)),
     Stage("urls", "15_urls.sql", ("term_counts",)),
-    Stage("bags", "20_bags.sql", ("term_counts", "urls"), ("weighting", "min_df", "max_df", "scale")),
+    Stage("terms", "18_terms.sql", ("term_counts",)),
+    Stage(
+        "bags", "20_bags.sql", ("term_counts", "urls", "terms"), ("weighting", "min_df", "max_df", "scale")
+    ),
     Stage("signatures", "30_signatures.sql", ("bags",), ("num_perm", "signature_bytes", "seed")),
     Stage("candidates", "40_candidates.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")),
     Stage(
@@ -70,6 +73,13 @@ class RunSummary:
 
 def output_path(work: Path, relation: str) -> Path:
     return work / f"{relation}.parquet"
+
+
+def _output_exists(work: Path, relation: str, entry: dict) -> bool:
+    """A stage's output is there: its Parquet file, or for a user's bags the table it is a view of."""
+    if entry.get("view"):
+        return Path(entry["source"]).exists()
+    return output_path(work, relation).exists()
 
 
 def input_paths(work: Path, relation: str) -> str | list[str]:
@@ -125,14 +135,15 @@ def run(
             if only and stage.name not in only:
                 continue
             old = previous.get(stage.name, {})
-            if not force and old.get("fingerprint") == fingerprint and output_path(work, stage.name).exists():
+            if not force and old.get("fingerprint") == fingerprint and _output_exists(work, stage.name, old):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
                 continue
             if log:
                 log(f"  {stage.name} ...")
             started = time.perf_counter()
             rows, extra = RUNNERS.get(stage.name, _run_sql)(con, stage, params, work, bags)
-            schemas.validate(output_path(work, stage.name), stage.name)
+            if not extra.get("view"):
+                schemas.validate(output_path(work, stage.name), stage.name)
             entry = {
                 "fingerprint": fingerprint,
                 "rows": rows,
@@ -195,12 +206,38 @@ def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], fro
         "params": {f: getattr(params, f) for f in stage.fields},
         "inputs": {r: fingerprints.get(r) for r in stage.reads},
         "from_bags": from_bags and stage.name == "term_counts",
+        "sql": _sql_digest(stage.sql),  # an edited stage file reruns its stage
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _sql_digest(name: str) -> str:
+    """The stage file and the macros it may include."""
+    files = [sqlfiles.sql_dir() / name, *sorted((sqlfiles.sql_dir() / "macros").glob("*.sql"))]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
 def _register(con: duckdb.DuckDBPyConnection, work: Path, relations: tuple[str, ...]) -> None:
+    user_bags = _user_bags_source(work) if "term_counts" in relations else None
+    if user_bags:
+        _register_user_bags(con, user_bags)
+        relations = tuple(r for r in relations if r != "term_counts")
     sqlfiles.register_inputs(con, {r: input_paths(work, r) for r in relations})
+
+
+def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> None:
+    """A view for every output the work folder has (an output not made yet simply has none)."""
+    for relation in CATALOG_RELATIONS:
+        try:
+            _register(con, work, (relation,))
+        except (InputError, StageError):
+            continue
+
+
+def _user_bags_source(work: Path) -> Path | None:
+    """The user's bags table when term_counts is a view of it (runs started with --bags)."""
+    entry = manifest.read(work)["stages"].get("term_counts", {})
+    return Path(entry["source"]) if entry.get("view") else None
 
 
 def _run_sql(
@@ -219,15 +256,21 @@ def _run_sql(
 
 
 def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (a copy of
+    17M string rows cost 6.7 of 23 s at 100k documents); the bags stage adds up repeated (url, term) rows."""
     if bags is None:
+        output_path(work, stage.name).unlink(missing_ok=True)
         return _run_sql(con, stage, params, work, bags)
-    skipped = _register_user_bags(con, Path(bags))
-    rows = sqlfiles.materialize(con, sqlfiles.load(BAGS_SOURCE_SQL), {}, output_path(work, stage.name))
-    return rows, {"source": str(bags), "rows_skipped": skipped}
+    source = Path(bags).resolve()
+    counts = _register_user_bags(con, source)
+    output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
+    skipped = {k: v for k, v in counts.items() if k != "rows" and v}
+    return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
 
 
 def _register_user_bags(con, path: Path) -> dict[str, int]:
-    """The user's table as relation user_bags(url, term, weight); rows that cannot be used are counted."""
+    """The user's table as the view term_counts(url, term, tf) of its usable rows
+    (sql/10_term_counts_from_bags.sql); returns the usable rows and, per reason, the unusable ones."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
@@ -241,15 +284,17 @@ def _register_user_bags(con, path: Path) -> dict[str, int]:
     relation.project(
         f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
     ).create_view("user_bags", replace=True)
+    query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
+    con.sql(query).create_view("term_counts", replace=True)
     counts = con.execute(
-        "select count(*) filter (where url is null), "
+        "select count(*) filter (where url is not null and term is not null and weight > 0), "
+        "count(*) filter (where url is null), "
         "count(*) filter (where url is not null and term is null), "
         "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
         "from user_bags"
     ).fetchall()[0]
-    return {
-        k: int(v) for k, v in zip(("null_url", "null_term", "weight_not_positive"), counts, strict=True) if v
-    }
+    names = ("rows", "null_url", "null_term", "weight_not_positive")
+    return {k: int(v) for k, v in zip(names, counts, strict=True)}
 
 
 def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -259,8 +304,11 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
         "weighting": params.weighting,
         "scale": params.scale,
     }
-    rows, _ = _run_sql(con, stage, params, work, bags, template_context(params), sql_params)
+    _register(con, work, stage.reads)
     n_urls = db.scalar(con, "select count(*) from urls")
+    if n_urls >= 2**31:  # url_id is packed into the upper half of a BIGINT group key
+        raise InputError(f"{n_urls} URLs: lshsql handles fewer than 2^31 per work folder")
+    rows, _ = _run_sql(con, stage, params, work, bags, template_context(params), sql_params)
     with_bag = db.scalar(
         con, "select count(distinct url_id) from read_parquet($p)", {"p": str(output_path(work, "bags"))}
     )
@@ -291,7 +339,7 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
         "copies": family.write(family.copies(max_copies), family_dir / "copies.parquet"),
     }
     sqlfiles.register_inputs(con, {name: str(path) for name, path in tables.items()})
-    context = template_context(params)
+    context = {**template_context(params), "flatten": max_copies > 1}
     rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context)
     return rows, {"max_copies": max_copies}
 
@@ -420,13 +468,34 @@ def write_catalog(work: Path) -> Path:
     The views read the Parquet files by absolute path and need no UDF."""
     path = work / CATALOG
     with duckdb.connect(str(path)) as con:
-        for relation in CATALOG_RELATIONS:
+        for relation in ("user_bags", *CATALOG_RELATIONS):
             con.execute(f"drop view if exists {relation}").fetchall()
+        user_bags = _user_bags_source(work)
+        if user_bags and user_bags.exists():
+            _catalog_user_bags(con, user_bags)
+        for relation in CATALOG_RELATIONS:
+            if relation == "term_counts" and user_bags:
+                continue
             source = _view_source(work, relation)
             if source:
                 # DDL takes no parameters: the path is written as a SQL string literal, quotes doubled.
                 con.execute(f"create view {relation} as select * from {source}").fetchall()
     return path
+
+
+def _catalog_user_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """term_counts in the catalog as the view of the user's table it is in a run."""
+    columns = {
+        name
+        for name, *_ in con.execute(f"describe select * from read_parquet({_literal(str(path))})").fetchall()
+    }
+    weight = "cast(weight as double)" if "weight" in columns else "1.0"
+    con.execute(
+        "create view user_bags as select cast(url as varchar) as url, cast(term as varchar) as term, "
+        f"{weight} as weight from read_parquet({_literal(str(path))})"
+    ).fetchall()
+    query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
+    con.execute(f"create view term_counts as {query}").fetchall()
 
 
 def _view_source(work: Path, relation: str) -> str | None:

@@ -7,8 +7,8 @@ built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and spl
     lsh_term_hash(term)          = xxh64(utf8(term)) >> 1                       in [0, 2^63)
     lsh_element_hash(t, j)       = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
 
-The element hash is < P = 2^31 - 1, so the family (a*x + b) mod P of the signatures stage, with a, b < P,
-never leaves signed BIGINT (a*x + b < 2^62).
+The element hash is < P = 2^31 - 1, so the family ((a*x + b) mod 2^40) >> 9 of the signatures stage, with
+a, b < 2^32, never leaves signed BIGINT (a*x + b < 2^63).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
 --
 -- Every URL described by at least one word gets an integer id in byte order of the URL, so that
 -- url_id_a < url_id_b exactly when url_a < url_b and later stages can join and sort on integers.
+-- n_terms counts the URL's rows of term_counts: its distinct terms, since term_counts from fragments has
+-- one row per (url, term); a user's bags table may repeat a term, and each repetition counts.
 
 with
 

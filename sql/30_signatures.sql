@@ -3,29 +3,38 @@
 -- writes: signatures(url_id, h0, ..., h{m-1})
 -- order:  url_id
 -- param:  none
--- template: hashes = 0..m-1 (one column per min-hash); modulus = 2^(8 * signature bytes)
+-- template: hashes = 0..m-1 (one column per min-hash); modulus = 2^(8 * signature bytes);
+--           flatten = some weight rounds to 2 or more copies (else every element is term#1)
 --
 -- Min-hash signatures of weighted bags (Broder 1997; Haveliwala et al. 2000, sec. 3). A bag is flattened
 -- into the set {term#1 .. term#q}, q = round(weight) but at least 1, so that the probability of equal
 -- min-hashes is the weighted (multiset) Jaccard sum(min)/sum(max) of the rounded weights. Each element gets a
--- stable base hash x < P = 2^31 - 1 (UDF lsh_element_hash) and h_i = min over elements of
--- (a_i * x + b_i) mod P: a_i, b_i < P keeps every intermediate below 2^62. All m values in one pass.
+-- stable base hash x < 2^31 (UDF lsh_element_hash) and h_i = min over elements of bits 9..39 of
+-- a_i * x + b_i (multiply-add-shift hashing; family.py): a_i, b_i < 2^32 keep it below 2^63, and a mask
+-- and a shift cost far less than a modulo (2.2x faster than mod 2^31 - 1). All m values in one pass.
 
 with
 
 elements as (
+    {%- if flatten %}
     select
         bags.url_id,
         lsh_element_hash(bags.term_hash, copies.copy_number) as x
     from bags
     inner join copies on copies.copy_number <= greatest(1, cast(round(bags.weight) as integer))
+    {%- else %}
+    select
+        bags.url_id,
+        lsh_element_hash(bags.term_hash, 1) as x
+    from bags
+    {%- endif %}
 ),
 
 final as (
     select
         elements.url_id,
         {%- for i in hashes %}
-        cast(min((elements.x * coefficients.a{{ i }} + coefficients.b{{ i }}) % 2147483647){{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
+        cast(min(((elements.x * coefficients.a{{ i }} + coefficients.b{{ i }}) & 1099511627775) >> 9){{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
         {%- endfor %}
     from elements
     cross join coefficients

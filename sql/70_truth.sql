@@ -1,5 +1,5 @@
 -- stage:  truth
--- reads:  bags(url_id, term, term_hash, df, weight)
+-- reads:  bags(url_id, term_hash, df, weight)
 -- writes: truth(u_id, v_id, jaccard)
 -- order:  u_id, v_id
 -- param:  threshold DOUBLE    keep the pairs whose exact weighted Jaccard is at least this (0 < t <= 1)
@@ -11,7 +11,7 @@
 -- weights are those of the `bags` relation the runner gives: lshsql eval passes whole copies,
 -- round(weight) but at least 1, the multiset the signatures estimate and --verify measures.
 --
--- Terms are in one global order: increasing df, ties by term_hash, then term (df and term_hash are
+-- Terms are in one global order: increasing df, ties by term_hash (df and term_hash are
 -- functions of the term, so every bag sees the same order). W_u is bag u's total weight and
 -- S_u(x) the weight of u's terms at or after x: "x and the rest". M = sum(min) over the shared terms
 -- c_1 < c_2 < ... of a pair; s is its bag with the smaller (W, url_id), l the other.
@@ -52,7 +52,7 @@ bag_terms as (
         bags.weight,
         sum(cast(bags.weight as decimal(38, 12))) over (
             partition by bags.url_id
-            order by bags.df desc, bags.term_hash desc, bags.term desc
+            order by bags.df desc, bags.term_hash desc
             rows between unbounded preceding and current row
         ) as suffix_weight,
         sum(cast(bags.weight as decimal(38, 12))) over (partition by bags.url_id) as total_weight
@@ -138,14 +138,14 @@ candidates as (
     having sum(shared_prefix_terms.min_weight) >= max(shared_prefix_terms.delta)
 ),
 
--- Exact verification: each side's terms gathered per pair, then matched on (pair, term). A union and a
+-- Exact verification: each side's terms gathered per pair, then matched on (pair, term_hash). A union and a
 -- group by rather than a join of the two sides: as a join, the optimizer may reorder it into bags joined to
 -- bags on term alone (quadratic) when it expects many candidates.
 pair_terms as (
     select
         candidates.u_id,
         candidates.v_id,
-        bags.term,
+        bags.term_hash,
         bags.weight
     from candidates
     inner join bags on candidates.u_id = bags.url_id
@@ -153,7 +153,7 @@ pair_terms as (
     select
         candidates.u_id,
         candidates.v_id,
-        bags.term,
+        bags.term_hash,
         bags.weight
     from candidates
     inner join bags on candidates.v_id = bags.url_id
@@ -165,7 +165,7 @@ shared_terms as (
         pair_terms.v_id,
         min(pair_terms.weight) as min_weight
     from pair_terms
-    group by pair_terms.u_id, pair_terms.v_id, pair_terms.term
+    group by pair_terms.u_id, pair_terms.v_id, pair_terms.term_hash
     having count(*) = 2
 ),
 

@@ -124,10 +124,10 @@ def test_only_changed_stages_rerun(tmp_path):
     first = json.loads((work / "manifest.json").read_text())["stages"]
     output = cli("run", "--work", str(work), "--threshold", "0.5", "-q").stdout
     second = json.loads((work / "manifest.json").read_text())["stages"]
-    unchanged = ("extract", "term_counts", "urls", "bags", "signatures")
+    unchanged = ("extract", "term_counts", "urls", "terms", "bags", "signatures")
     assert all(first[s] == second[s] for s in unchanged)
     assert all(first[s]["fingerprint"] != second[s]["fingerprint"] for s in ("candidates", "pairs"))
-    assert output.count("up to date") == 4
+    assert output.count("up to date") == 5
     # the planner chose (k, l) from a sample of the signatures; it reaches recall 0.95 at the threshold
     import re
 
@@ -202,6 +202,7 @@ def test_run_from_the_cli_prints_what_it_found(tmp_path):
         "extract",
         "term_counts",
         "urls",
+        "terms",
         "bags",
         "signatures",
         "candidates",

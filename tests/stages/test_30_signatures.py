@@ -21,7 +21,7 @@ def with_hashes(rows: list[dict]) -> list[dict]:
 
 
 def reference(rows: list[dict], params: Params) -> dict[int, list[int]]:
-    """min over elements term#1..term#q of (a_i x + b_i) mod P, written out in Python integers."""
+    """min over elements term#1..term#q of ((a_i x + b_i) mod 2^40) >> 9, written out in Python integers."""
     coefficients = family.coefficients(params.seed, params.num_perm).to_pylist()[0]
     elements: dict[int, list[int]] = {}
     for r in rows:
@@ -30,7 +30,7 @@ def reference(rows: list[dict], params: Params) -> dict[int, list[int]]:
         elements.setdefault(r["url_id"], []).extend(xs.to_pylist())
     return {
         url_id: [
-            min((coefficients[f"a{i}"] * x + coefficients[f"b{i}"]) % PRIME for x in xs)
+            min(((coefficients[f"a{i}"] * x + coefficients[f"b{i}"]) % 2**40) >> 9 for x in xs)
             for i in range(params.num_perm)
         ]
         for url_id, xs in elements.items()
@@ -70,7 +70,9 @@ def test_family_is_a_function_of_the_seed():
     assert family.coefficients(1, 8).equals(family.coefficients(1, 8))
     assert not family.coefficients(1, 8).equals(family.coefficients(2, 8))
     a = family.coefficients(1, 80).to_pylist()[0]
-    assert all(1 <= a[f"a{i}"] < PRIME and 0 <= a[f"b{i}"] < PRIME for i in range(80))
+    assert all(2**31 <= a[f"a{i}"] < 2**32 and a[f"a{i}"] % 2 == 1 and 0 <= a[f"b{i}"] < 2**32 for i in range(80))
+    # the largest a*x + b the stage can compute stays inside signed BIGINT
+    assert (2**32 - 1) * (PRIME - 1) + 2**32 - 1 < 2**63
     tables = family.lsh_tables(Params(k=3, l=125, seed=1))
     assert tables == family.lsh_tables(Params(k=3, l=125, seed=1)) and len(tables) == 125
     assert all(len(set(t)) == 3 and all(0 <= i < 80 for i in t) for t in tables)
