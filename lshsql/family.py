@@ -5,8 +5,9 @@ a_i * x + b_i, i.e. ((a_i * x + b_i) mod 2^40) >> 9, for the 31-bit element hash
 [2^31, 2^32) and b_i in [0, 2^32) drawn from numpy's PCG64 generator seeded with `seed`. a*x + b < 2^63 never
 leaves signed BIGINT, and a mask and a shift cost SQL far less than `mod P` (the signatures stage ran 2.2x
 faster than with (a*x + b) mod (2^31 - 1)). The product wraps 2^40 many times, so the bits taken are well
-mixed; agreement of 80 such min-hashes is unbiased with binomial variance (tests/properties). LSH (Haveliwala et al. 2000, sec. 4): l tables, each
-the concatenation of k min-hashes at indices drawn at random from 0..m-1 (with --banding: b bands of r
+mixed; agreement of 80 such min-hashes is unbiased with binomial variance (tests/properties).
+
+LSH (Haveliwala et al. 2000, sec. 4): l tables, each the concatenation of k min-hashes at indices drawn at random from 0..m-1 (with --banding: b bands of r
 contiguous rows). Both are functions of (seed, m, k, l, banding) only, so a run can be repeated exactly.
 """
 

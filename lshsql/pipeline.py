@@ -315,6 +315,18 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     return rows, {"urls": n_urls, "urls_with_bag": with_bag, "urls_empty_bag": n_urls - with_bag}
 
 
+def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    rows, _ = _run_sql(con, stage, params, work, bags)
+    distinct = db.scalar(
+        con, "select count(distinct term_hash) from read_parquet($p)", {"p": str(output_path(work, "terms"))}
+    )
+    if distinct != rows:  # bags know a term by its hash alone; ~2e-9 likely for 200k terms, so say it
+        raise StageError(
+            f"{rows - distinct} pair(s) of distinct terms share a 63-bit term_hash; please report"
+        )
+    return rows, {}
+
+
 def template_context(params: Params) -> dict:
     """Values the stage templates are rendered with: integers derived from the parameters and the seed."""
     tables = family.lsh_tables(params)
@@ -325,6 +337,7 @@ def template_context(params: Params) -> dict:
         "keys": range(1, len(tables[0]) + 1),
         "verify": params.verify,
         "normalize": params.weighting != "none",
+        "flatten": True,  # the signatures stage knows better: False when every weight rounds to one copy
     }
 
 
@@ -452,6 +465,7 @@ def _components(con) -> int:
 
 RUNNERS = {
     "term_counts": _run_term_counts,
+    "terms": _run_terms,
     "bags": _run_bags,
     "signatures": _run_signatures,
     "candidates": _run_candidates,

@@ -93,7 +93,7 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "h0",
             pa.int32(),
-            "min-hash 0: min over the flattened bag of (a_0*x + b_0) mod (2^31-1); h1 ... h{m-1} follow",
+            "min-hash 0: min over the flattened bag of ((a_0*x + b_0) mod 2^40) >> 9; h1 ... h{m-1} follow",
         ),
     ],
     "candidates": [

@@ -1,11 +1,11 @@
 -- stage:  term_counts
 -- reads:  user_bags(url, term, weight)
--- writes: term_counts(url, term, tf), a view (not a Parquet file) over the user's table
--- order:  none: the user's rows as they are
+-- writes: term_counts(url, term, tf)
+-- order:  none: the user's rows as they are (a view over their table: no Parquet file is written)
 -- param:  none
 --
 -- The same relation from a user's bags (url, term, optional weight; the runner supplies weight 1 when the
--- column is absent). It is a view, not a copy: repeated (url, term) rows stay repeated here and the bags
+-- column is absent). It is a view, not a duplicate: repeated (url, term) rows stay repeated here and the bags
 -- stage adds them up (exactly, as DECIMAL). Rows with a null url or term, or a weight that is not
 -- positive, cannot be part of a bag; the runner counts them per reason.
 

@@ -1,4 +1,4 @@
-"""term_counts, urls and bags on hand-made fragments: TF-IDF values worked out by hand."""
+"""term_counts, urls, terms and bags on hand-made fragments: TF-IDF values worked out by hand."""
 
 from __future__ import annotations
 
@@ -40,7 +40,36 @@ def bags(tmp_path, **params) -> dict[tuple[int, str], float]:
     p = Params(**{"min_df": 1, "max_df": 1.0, **params}).resolved(from_bags=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     run_stage(tmp_path, "urls", p)
-    return {(r["url_id"], r["term"]): r["weight"] for r in run_stage(tmp_path, "bags", p)}
+    run_stage(tmp_path, "terms", p)
+    return {(r["url_id"], r["term"]): r["weight"] for r in named(tmp_path, run_stage(tmp_path, "bags", p))}
+
+
+def named(work, rows: list[dict]) -> list[dict]:
+    """Bag rows with the text of their term (bags name a term by term_hash; terms has the text)."""
+    text = {t["term_hash"]: t["term"] for t in read_rows(work / "terms.parquet")}
+    return sorted(({**r, "term": text[r["term_hash"]]} for r in rows), key=lambda r: (r["url_id"], r["term"]))
+
+
+def read_rows(path) -> list[dict]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        return con.read_parquet(str(path)).to_arrow_table().to_pylist()
+
+
+def test_terms_are_numbered_in_hash_order(tmp_path):
+    from lshsql.udf import term_hash
+
+    p = Params().resolved(from_bags=False)
+    run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
+    terms = run_stage(tmp_path, "terms", p)
+    words = ["apple", "banana", "cherry", "durian"]
+    import pyarrow as pa
+
+    hashes = dict(zip(words, term_hash(pa.array(words)).to_pylist(), strict=True))
+    assert sorted((r["term"], r["term_hash"]) for r in terms) == sorted(hashes.items())
+    assert [r["term_id"] for r in terms] == [1, 2, 3, 4]
+    assert [r["term_hash"] for r in terms] == sorted(hashes.values())
 
 
 def test_term_counts_and_url_ids(tmp_path):
@@ -90,7 +119,7 @@ def test_empty_bags_are_counted(tmp_path):
     p = Params(max_df=0.5, min_df=1)
     (tmp_path / "fragments" / "bucket=0").mkdir(parents=True)
     run_stage(tmp_path, "term_counts", p.resolved(False), {"fragments": FRAGMENTS})
-    run(tmp_path, p, only=("term_counts", "urls", "bags"))
+    run(tmp_path, p, only=("term_counts", "urls", "terms", "bags"))
     entry = json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
     assert (entry["urls"], entry["urls_with_bag"], entry["urls_empty_bag"]) == (3, 1, 2)
 
@@ -129,11 +158,14 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
         tmp_path / "w",
         Params(weighting="none", threshold=0.5),
         bags=bags_file,
-        only=("term_counts", "urls", "bags"),
+        only=("term_counts", "urls", "terms", "bags"),
     )
     entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["term_counts"]
     assert entry["rows_skipped"] == {"null_url": 1, "null_term": 1, "weight_not_positive": 1}
+    # term_counts is a view of the user's table, not a copy; the bags stage adds up the repeated rows
+    assert entry["view"] and not (tmp_path / "w" / "term_counts.parquet").exists()
     rows = run_stage(tmp_path / "w", "bags", Params(weighting="none", min_df=1, max_df=1.0).resolved(True))
+    rows = named(tmp_path / "w", rows)
     assert [(r["url_id"], r["term"], r["weight"]) for r in rows] == [
         (1, "x", 2.5),
         (1, "y", 2.0),

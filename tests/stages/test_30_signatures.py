@@ -70,7 +70,9 @@ def test_family_is_a_function_of_the_seed():
     assert family.coefficients(1, 8).equals(family.coefficients(1, 8))
     assert not family.coefficients(1, 8).equals(family.coefficients(2, 8))
     a = family.coefficients(1, 80).to_pylist()[0]
-    assert all(2**31 <= a[f"a{i}"] < 2**32 and a[f"a{i}"] % 2 == 1 and 0 <= a[f"b{i}"] < 2**32 for i in range(80))
+    assert all(
+        2**31 <= a[f"a{i}"] < 2**32 and a[f"a{i}"] % 2 == 1 and 0 <= a[f"b{i}"] < 2**32 for i in range(80)
+    )
     # the largest a*x + b the stage can compute stays inside signed BIGINT
     assert (2**32 - 1) * (PRIME - 1) + 2**32 - 1 < 2**63
     tables = family.lsh_tables(Params(k=3, l=125, seed=1))
