@@ -119,18 +119,19 @@ def run_size(bags: Path, work: Path, threshold: float, memory_limit: str, thread
     }
 
 
-def markdown(results: dict[int, dict], threshold: float, memory_limit: str, threads: int) -> str:
+def markdown(results: dict[int, dict], threshold: float, threads: int) -> str:
     lines = [
         "## Scale: bags -> clusters at 100k, 1M, 10M URLs (`bench/scale.py`)",
         "",
         f"Machine: {machine()}. Date: {date.today()}. One run per size (a 10M run takes long; the ratios",
         f"matter more than seconds). `lshsql run --bags --weighting none --threshold {threshold}",
-        f"--memory-limit {memory_limit} --threads {threads}`; bags from `bench/gen_bags.py` (~100 distinct",
-        "terms per URL, Zipf vocabulary of 200k words, 20 % of URLs in near-duplicate groups).",
+        f"--memory-limit M --threads {threads}`, M in the table; bags from `bench/gen_bags.py`",
+        "(~100 distinct terms per URL, Zipf vocabulary of 200k words, 20 % of URLs in near-duplicate",
+        "groups).",
         "Peak RSS is summed over the process tree; spill is the peak size of DuckDB's temp directory.",
         "",
-        "| URLs | bag rows | total s | growth | peak RSS MB | peak spill MB | k, l | pairs |",
-        "|---|---|---|---|---|---|---|---|",
+        "| URLs | bag rows | memory limit | total s | growth | peak RSS MB | peak spill MB | k, l | pairs |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     previous = None
     for size, r in sorted(results.items()):
@@ -138,7 +139,8 @@ def markdown(results: dict[int, dict], threshold: float, memory_limit: str, thre
         growth = f"{total / previous:.1f}x" if previous else "-"
         rows = {s["stage"]: s["rows"] for s in r["stages"]}
         lines.append(
-            f"| {size:,} | {rows.get('term_counts', 0):,} | {total:.1f} | {growth} | {r['peak_rss_mb']:.0f} "
+            f"| {size:,} | {rows.get('term_counts', 0):,} | {r['memory_limit']} | {total:.1f} | {growth} "
+            f"| {r['peak_rss_mb']:.0f} "
             f"| {r['peak_spill_mb']:.0f} | {r['k']}, {r['l']} | {rows.get('pairs', 0):,} |"
         )
         previous = total
@@ -155,25 +157,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000")
     parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--memory-limit", default="8GB")
+    parser.add_argument("--memory-limit", default="4GB,4GB,8GB", help="one per size, or one for all")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=Path("bench-data/scale"))
     parser.add_argument("--out", type=Path, default=Path("bench/RESULTS.md"))
     args = parser.parse_args()
     results = {}
     json_path = args.data / "results.json"
-    for size in [int(s) for s in args.sizes.split(",")]:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    limits = args.memory_limit.split(",")
+    limits = dict(zip(sizes, limits if len(limits) == len(sizes) else limits[:1] * len(sizes), strict=True))
+    for size in sizes:
         corpus = args.data / f"b{size}"
         if not (corpus / "meta.json").exists():
             print(f"generating {size:,} URLs ...", flush=True)
             generate(corpus, size, 200_000, 90.0, 0.2, 1)
         print(f"running {size:,} URLs ...", flush=True)
         results[size] = run_size(
-            corpus / "docs.parquet", args.data / f"w{size}", args.threshold, args.memory_limit, args.threads
+            corpus / "docs.parquet", args.data / f"w{size}", args.threshold, limits[size], args.threads
         )
+        results[size]["memory_limit"] = limits[size]
         print(json.dumps({"size": size, **results[size]}), flush=True)
         json_path.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=2))
-    write_section(args.out, "scale", markdown(results, args.threshold, args.memory_limit, args.threads))
+    write_section(args.out, "scale", markdown(results, args.threshold, args.threads))
     print(f"wrote {args.out}")
 
 

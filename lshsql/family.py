@@ -7,8 +7,9 @@ leaves signed BIGINT, and a mask and a shift cost SQL far less than `mod P` (the
 faster than with (a*x + b) mod (2^31 - 1)). The product wraps 2^40 many times, so the bits taken are well
 mixed; agreement of 80 such min-hashes is unbiased with binomial variance (tests/properties).
 
-LSH (Haveliwala et al. 2000, sec. 4): l tables, each the concatenation of k min-hashes at indices drawn at random from 0..m-1 (with --banding: b bands of r
-contiguous rows). Both are functions of (seed, m, k, l, banding) only, so a run can be repeated exactly.
+LSH (Haveliwala et al. 2000, sec. 4): l tables, each the concatenation of k min-hashes at indices drawn at
+random from 0..m-1 (with --banding: b bands of r contiguous rows). Both are functions of (seed, m, k, l,
+banding) only, so a run can be repeated exactly.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ class Stage:
     sql: str
     reads: tuple[str, ...]
     fields: tuple[str, ...] = ()
+    compression: str = "zstd"
 
 
 STAGES: tuple[Stage, ...] = (
@@ -38,9 +39,19 @@ STAGES: tuple[Stage, ...] = (
     Stage("urls", "15_urls.sql", ("term_counts",)),
     Stage("terms", "18_terms.sql", ("term_counts",)),
     Stage(
-        "bags", "20_bags.sql", ("term_counts", "urls", "terms"), ("weighting", "min_df", "max_df", "scale")
+        "bags",
+        "20_bags.sql",
+        ("term_counts", "urls", "terms"),
+        ("weighting", "min_df", "max_df", "scale"),
+        compression="snappy",
     ),
-    Stage("signatures", "30_signatures.sql", ("bags",), ("num_perm", "signature_bytes", "seed")),
+    Stage("element_hashes", "25_element_hashes.sql", ("bags",)),
+    Stage(
+        "signatures",
+        "30_signatures.sql",
+        ("bags", "element_hashes"),
+        ("num_perm", "signature_bytes", "seed"),
+    ),
     Stage("candidates", "40_candidates.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")),
     Stage(
         "bucket_sizes", "41_bucket_sizes.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")
@@ -251,7 +262,8 @@ def _run_sql(
 ) -> tuple[int, dict]:
     _register(con, work, stage.reads)
     sql = sqlfiles.load(stage.sql)
-    rows = sqlfiles.materialize(con, sql, sql_params or {}, output_path(work, stage.name), context)
+    out = output_path(work, stage.name)
+    rows = sqlfiles.materialize(con, sql, sql_params or {}, out, context, stage.compression)
     return rows, {}
 
 
@@ -337,24 +349,28 @@ def template_context(params: Params) -> dict:
         "keys": range(1, len(tables[0]) + 1),
         "verify": params.verify,
         "normalize": params.weighting != "none",
-        "flatten": True,  # the signatures stage knows better: False when every weight rounds to one copy
     }
+
+
+def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    _register(con, work, stage.reads)
+    max_copies = db.scalar(con, "select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
+    copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
+    sqlfiles.register_inputs(con, {"copies": str(copies)})
+    rows, _ = _run_sql(con, stage, params, work, bags)
+    return rows, {"max_copies": max_copies}
 
 
 def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     _register(con, work, stage.reads)
-    max_copies = db.scalar(con, "select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
-    family_dir = work / "family"
-    tables = {
-        "coefficients": family.write(
-            family.coefficients(params.seed, params.num_perm), family_dir / "coefficients.parquet"
-        ),
-        "copies": family.write(family.copies(max_copies), family_dir / "copies.parquet"),
-    }
-    sqlfiles.register_inputs(con, {name: str(path) for name, path in tables.items()})
-    context = {**template_context(params), "flatten": max_copies > 1}
-    rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context)
-    return rows, {"max_copies": max_copies}
+    coefficients = family.write(
+        family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
+    )
+    sqlfiles.register_inputs(con, {"coefficients": str(coefficients)})
+    rows = sqlfiles.materialize(
+        con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
+    )
+    return rows, {}
 
 
 def _band_context(params: Params, work: Path) -> dict:
@@ -467,6 +483,7 @@ RUNNERS = {
     "term_counts": _run_term_counts,
     "terms": _run_terms,
     "bags": _run_bags,
+    "element_hashes": _run_element_hashes,
     "signatures": _run_signatures,
     "candidates": _run_candidates,
     "bucket_sizes": _run_bucket_sizes,

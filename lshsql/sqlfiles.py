@@ -121,13 +121,24 @@ def final_select(
     return _TRAILING_SEMICOLON.sub("", last.query.strip()), _bind(last.named_parameters, params)
 
 
+COMPRESSIONS = ("zstd", "snappy")
+
+
 def materialize(
-    con: duckdb.DuckDBPyConnection, sql: SqlFile, params: dict, out: str | Path, context: dict | None = None
+    con: duckdb.DuckDBPyConnection,
+    sql: SqlFile,
+    params: dict,
+    out: str | Path,
+    context: dict | None = None,
+    compression: str = "zstd",
 ) -> int:
-    """Copy the stage's final select to one Parquet file (ordered, so byte-identical on re-runs)."""
+    """Copy the stage's final select to one Parquet file (ordered, so byte-identical on re-runs). zstd by
+    default; snappy for the biggest table: 17M rows written in 0.9 s instead of 1.6 s, 1.5x bigger."""
+    if compression not in COMPRESSIONS:
+        raise StageError(f"unknown compression {compression}")
     query, bound = final_select(con, sql, params, context)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    copy = f"copy ({query}\n) to $lshsql_out (format parquet, compression zstd)"
+    copy = f"copy ({query}\n) to $lshsql_out (format parquet, compression {compression})"
     _execute(con, sql, 0, copy, {**bound, "lshsql_out": str(out)})
     return _count(con, out)
 

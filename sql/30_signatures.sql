@@ -1,33 +1,27 @@
 -- stage:  signatures
--- reads:  bags(url_id, term_hash, weight), coefficients(a0, b0, ...), copies(copy_number)
+-- reads:  bags(url_id, term_hash, weight), element_hashes(term_hash, copy_number, x), coefficients(a0, b0, ...)
 -- writes: signatures(url_id, h0, ..., h{m-1})
 -- order:  url_id
 -- param:  none
--- template: hashes = 0..m-1 (one column per min-hash); modulus = 2^(8 * signature bytes);
---           flatten = some weight rounds to 2 or more copies (else every element is term#1)
+-- template: hashes = 0..m-1 (one column per min-hash); modulus = 2^(8 * signature bytes)
 --
 -- Min-hash signatures of weighted bags (Broder 1997; Haveliwala et al. 2000, sec. 3). A bag is flattened
 -- into the set {term#1 .. term#q}, q = round(weight) but at least 1, so that the probability of equal
 -- min-hashes is the weighted (multiset) Jaccard sum(min)/sum(max) of the rounded weights. Each element gets a
--- stable base hash x < 2^31 (UDF lsh_element_hash) and h_i = min over elements of bits 9..39 of
+-- stable base hash x < 2^31 (element_hashes) and h_i = min over elements of bits 9..39 of
 -- a_i * x + b_i (multiply-add-shift hashing; family.py): a_i, b_i < 2^32 keep it below 2^63, and a mask
 -- and a shift cost far less than a modulo (2.2x faster than mod 2^31 - 1). All m values in one pass.
 
 with
 
 elements as (
-    {%- if flatten %}
     select
         bags.url_id,
-        lsh_element_hash(bags.term_hash, copies.copy_number) as x
+        element_hashes.x
     from bags
-    inner join copies on copies.copy_number <= greatest(1, cast(round(bags.weight) as integer))
-    {%- else %}
-    select
-        bags.url_id,
-        lsh_element_hash(bags.term_hash, 1) as x
-    from bags
-    {%- endif %}
+    inner join element_hashes
+        on bags.term_hash = element_hashes.term_hash
+        and element_hashes.copy_number <= greatest(1, cast(round(bags.weight) as integer))
 ),
 
 final as (
