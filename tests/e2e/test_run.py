@@ -124,10 +124,10 @@ def test_only_changed_stages_rerun(tmp_path):
     first = json.loads((work / "manifest.json").read_text())["stages"]
     output = cli("run", "--work", str(work), "--threshold", "0.5", "-q").stdout
     second = json.loads((work / "manifest.json").read_text())["stages"]
-    unchanged = ("extract", "term_counts", "urls", "terms", "bags", "signatures")
+    unchanged = ("extract", "term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
     assert all(first[s] == second[s] for s in unchanged)
     assert all(first[s]["fingerprint"] != second[s]["fingerprint"] for s in ("candidates", "pairs"))
-    assert output.count("up to date") == 5
+    assert output.count("up to date") == 6
     # the planner chose (k, l) from a sample of the signatures; it reaches recall 0.95 at the threshold
     import re
 
@@ -152,7 +152,9 @@ def test_catalogue_views_work_without_the_udf(tmp_path):
                 "links",
                 "fragments",
                 "urls",
+                "terms",
                 "bags",
+                "element_hashes",
                 "signatures",
                 "candidates",
                 "pairs",
@@ -204,6 +206,7 @@ def test_run_from_the_cli_prints_what_it_found(tmp_path):
         "urls",
         "terms",
         "bags",
+        "element_hashes",
         "signatures",
         "candidates",
         "bucket_sizes",

@@ -1,4 +1,5 @@
-"""signatures: flattening of weighted bags and the min-hash family, against a plain-Python reference."""
+"""element_hashes and signatures: flattening of weighted bags and the min-hash family, against a plain-Python
+reference."""
 
 from __future__ import annotations
 
@@ -37,10 +38,26 @@ def reference(rows: list[dict], params: Params) -> dict[int, list[int]]:
     }
 
 
+def signatures(tmp_path, params: Params, bags: list[dict]) -> list[dict]:
+    run_stage(tmp_path, "element_hashes", params, {"bags": bags})
+    return run_stage(tmp_path, "signatures", params)
+
+
+def test_element_hashes_cover_every_copy_once(tmp_path):
+    bags = with_hashes(BAGS)
+    rows = run_stage(tmp_path, "element_hashes", Params().resolved(True), {"bags": bags})
+    apple, pear = bags[0]["term_hash"], bags[1]["term_hash"]
+    # apple's largest weight rounds to 3 copies (2.6 in url 1), pear's 0.2 still counts once
+    expected = sorted([(apple, 1), (apple, 2), (apple, 3), (pear, 1)])
+    assert [(r["term_hash"], r["copy_number"]) for r in rows] == expected
+    xs = udf.element_hash(pa.array([t for t, _ in expected]), pa.array([j for _, j in expected], pa.int32()))
+    assert [r["x"] for r in rows] == xs.to_pylist()
+
+
 def test_signatures_match_the_reference(tmp_path):
     params = Params(num_perm=16, seed=7).resolved(True)
     bags = with_hashes(BAGS)
-    rows = run_stage(tmp_path, "signatures", params, {"bags": bags})
+    rows = signatures(tmp_path, params, bags)
     got = {r["url_id"]: [r[f"h{i}"] for i in range(16)] for r in rows}
     assert got == reference(bags, params)
 
@@ -49,7 +66,7 @@ def test_flattening_counts_rounded_copies(tmp_path):
     # url 1 holds apple#1..#3 and pear#1; url 2 only apple#1, so url 2's elements are a subset of url 1's:
     # every min-hash of url 1 is <= url 2's, and equal exactly where apple#1 is url 1's minimum.
     params = Params(num_perm=64).resolved(True)
-    rows = run_stage(tmp_path, "signatures", params, {"bags": with_hashes(BAGS)})
+    rows = signatures(tmp_path, params, with_hashes(BAGS))
     one, two = ([r[f"h{i}"] for i in range(64)] for r in rows)
     assert all(a <= b for a, b in zip(one, two, strict=True))
     agree = sum(a == b for a, b in zip(one, two, strict=True)) / 64
@@ -59,7 +76,7 @@ def test_flattening_counts_rounded_copies(tmp_path):
 def test_three_byte_signatures_are_truncated(tmp_path):
     params = Params(num_perm=8, signature_bytes=3).resolved(True)
     bags = with_hashes(BAGS)
-    rows = run_stage(tmp_path, "signatures", params, {"bags": bags})
+    rows = signatures(tmp_path, params, bags)
     expected = reference(bags, Params(num_perm=8).resolved(True))
     assert {r["url_id"]: [r[f"h{i}"] for i in range(8)] for r in rows} == {
         u: [h % 2**24 for h in hs] for u, hs in expected.items()
