@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint bench clean
+.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-kernel bench-scale clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -42,9 +42,19 @@ $(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
 	@touch $@
 
-bench: install $(BENCH_VENV)/bin/python  ## Benchmarks (extraction speed; peers at 10k and 100k docs) -> bench/RESULTS.md
+bench: bench-extract bench-peers bench-kernel bench-scale  ## All benchmarks -> bench/RESULTS.md (about 1.5 h on 2 cores)
+
+bench-extract: install  ## Extraction pages/s and MB/s on the largest shared crawl, 5 runs
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
+
+bench-peers: install $(BENCH_VENV)/bin/python  ## lshsql vs datasketch and rensa, 10k and 100k docs, T 0.5 and 0.8, 3 runs
 	$(BIN)/python bench/peers.py --sizes 10000,100000 --thresholds 0.5,0.8 --runs 3 --out bench/RESULTS.md
+
+bench-kernel: install  ## The min-hash stage against a bare numpy kernel, 3 runs
+	$(BIN)/python bench/minhash_kernel.py --runs 3 --out bench/RESULTS.md
+
+bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB, 8GB): time, RSS, spill
+	$(BIN)/python bench/scale.py --sizes 100000,1000000,10000000 --memory-limit 4GB,4GB,8GB --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches
 	rm -rf $(VENV) work .pytest_cache .ruff_cache
