@@ -71,3 +71,16 @@ def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
     """The single value of a query. fetchall(), because DuckDB 2.0 keeps a half-fetched result open and
     refuses the next call on the connection."""
     return con.execute(query, params or {}).fetchall()[0][0]
+
+
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's memory_limit in bytes (it reports e.g. '7.4 GiB')."""
+    text = scalar(con, "select current_setting('memory_limit')")
+    match = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]i?B|B)\s*", str(text), re.IGNORECASE)
+    if not match:
+        raise ParamError(f"cannot read DuckDB's memory limit '{text}'")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -345,7 +346,7 @@ def template_context(params: Params) -> dict:
     return {
         "hashes": range(params.num_perm),
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
-        "bands": tables,
+        "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
         "verify": params.verify,
         "normalize": params.weighting != "none",
@@ -375,20 +376,55 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
 
 def _band_context(params: Params, work: Path) -> dict:
     context = template_context(params)
-    family.write(family.lsh_tables_table(context["bands"]), work / "family" / "lsh_tables.parquet")
+    tables = [indices for _, indices in context["bands"]]
+    family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context
 
 
+# Re-aggregation of batch results: a pair's tables add up, as do the buckets of a size.
+COMBINE = {
+    "candidates": "select u_id, v_id, cast(sum(n_bands) as bigint) as n_bands from parts "
+    "group by u_id, v_id order by u_id, v_id",
+    "bucket_sizes": "select n_members, cast(sum(n_buckets) as bigint) as n_buckets, "
+    "cast(sum(n_pairs) as double) as n_pairs, cast(sum(n_pairs_emitted) as double) as n_pairs_emitted "
+    "from parts group by n_members order by n_members",
+}
+BAND_KEY_BYTES = 100  # memory per band-key row the LSH self-join and aggregate need, measured with margin
+
+
+def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
+    """The stage over all l tables at once when l * N band keys fit in DuckDB's memory limit, else in
+    batches of tables whose results are added up (10M URLs x 95 tables ran out of 8 GB in one go)."""
+    context = _band_context(params, work)
+    _register(con, work, stage.reads)
+    n_urls = db.scalar(con, "select count(*) from signatures")
+    per_batch = max(1, db.memory_limit_bytes(con) // BAND_KEY_BYTES // max(1, n_urls))
+    bands = context["bands"]
+    sql = sqlfiles.load(stage.sql)
+    sql_params = {"max_bucket": params.max_bucket}
+    out = output_path(work, stage.name)
+    if per_batch >= len(bands):
+        return sqlfiles.materialize(con, sql, sql_params, out, context, stage.compression)
+    parts = work / "tmp" / f"{stage.name}_batches"
+    shutil.rmtree(parts, ignore_errors=True)
+    for number, first in enumerate(range(0, len(bands), per_batch)):
+        batch = {**context, "bands": bands[first : first + per_batch]}
+        sqlfiles.materialize(con, sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
+    con.read_parquet(str(parts / "*.parquet")).create_view("parts", replace=True)
+    con.execute(
+        f"copy ({COMBINE[stage.name]}) to $out (format parquet, compression {stage.compression})",
+        {"out": str(out)},
+    ).fetchall()
+    shutil.rmtree(parts, ignore_errors=True)
+    return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(out)})
+
+
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    return _run_sql(
-        con, stage, params, work, bags, _band_context(params, work), {"max_bucket": params.max_bucket}
-    )
+    return _run_banded(con, stage, params, work), {}
 
 
 def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    rows, _ = _run_sql(
-        con, stage, params, work, bags, _band_context(params, work), {"max_bucket": params.max_bucket}
-    )
+    rows = _run_banded(con, stage, params, work)
     stats = con.execute(
         "select sum(n_buckets), coalesce(max(n_members), 0), sum(n_pairs), sum(n_pairs_emitted), "
         "coalesce(sum(n_buckets) filter (where n_members > $cap), 0) from read_parquet($p)",

@@ -3,7 +3,8 @@
 -- writes: candidates(u_id, v_id, n_bands)
 -- order:  u_id, v_id
 -- param:  max_bucket BIGINT   a bucket larger than this pairs each member only with its first max_bucket members
--- template: bands = the k min-hash indices of each of the l LSH tables; keys = 1..k
+-- template: bands = (table number, its k min-hash indices) of the l LSH tables, or of one batch of them
+--           (the runner adds up the batches' rows when l * N band keys would not fit in memory); keys = 1..k
 --
 -- LSH candidate pairs (Haveliwala et al. 2000, sec. 4): URLs whose k min-hashes agree in at least one of
 -- the l tables, found by a self-join on equal (band, key) instead of comparing all pairs. n_bands counts the
