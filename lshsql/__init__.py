@@ -2,8 +2,8 @@
 
 The stages run in this order; each reads the previous one's Parquet output in the work folder:
     extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
-    run      fragments (or a user's bags) -> term_counts -> urls -> bags -> signatures -> candidates
-             -> pairs -> clusters               (sql/10..62, see pipeline.STAGES)
+    run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> element_hashes
+             -> signatures -> candidates -> pairs -> clusters   (sql/10..62, see pipeline.STAGES)
 
 The public API is imported lazily, so `lshsql --help` does not pay for DuckDB, Arrow and lxml.
 """
