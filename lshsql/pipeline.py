@@ -272,18 +272,18 @@ def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tup
     """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (a copy of
     17M string rows cost 6.7 of 23 s at 100k documents); the bags stage adds up repeated (url, term) rows."""
     if bags is None:
-        output_path(work, stage.name).unlink(missing_ok=True)
         return _run_sql(con, stage, params, work, bags)
     source = Path(bags).resolve()
-    counts = _register_user_bags(con, source)
+    _register_user_bags(con, source)
+    counts = _count_user_bags(con)
     output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
     skipped = {k: v for k, v in counts.items() if k != "rows" and v}
     return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
 
 
-def _register_user_bags(con, path: Path) -> dict[str, int]:
+def _register_user_bags(con, path: Path) -> None:
     """The user's table as the view term_counts(url, term, tf) of its usable rows
-    (sql/10_term_counts_from_bags.sql); returns the usable rows and, per reason, the unusable ones."""
+    (sql/10_term_counts_from_bags.sql), after user_bags(url, term, weight) of all its rows."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
@@ -299,6 +299,10 @@ def _register_user_bags(con, path: Path) -> dict[str, int]:
     ).create_view("user_bags", replace=True)
     query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
     con.sql(query).create_view("term_counts", replace=True)
+
+
+def _count_user_bags(con) -> dict[str, int]:
+    """The usable rows of user_bags and, per reason, the rows that cannot be used (one scan)."""
     counts = con.execute(
         "select count(*) filter (where url is not null and term is not null and weight > 0), "
         "count(*) filter (where url is null), "
