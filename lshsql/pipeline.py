@@ -323,8 +323,10 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     }
     _register(con, work, stage.reads)
     n_urls = db.scalar(con, "select count(*) from urls")
-    if n_urls >= 2**31:  # url_id is packed into the upper half of a BIGINT group key
-        raise InputError(f"{n_urls} URLs: lshsql handles fewer than 2^31 per work folder")
+    n_terms = db.scalar(con, "select count(*) from terms")
+    # url_id and term_id are packed into one BIGINT group key: url_id * 2^32 + term_id
+    if n_urls >= 2**31 or n_terms >= 2**32:
+        raise InputError(f"{n_urls} URLs, {n_terms} terms: a work folder holds fewer than 2^31 and 2^32")
     rows, _ = _run_sql(con, stage, params, work, bags, template_context(params), sql_params)
     with_bag = db.scalar(
         con, "select count(distinct url_id) from read_parquet($p)", {"p": str(output_path(work, "bags"))}
