@@ -293,12 +293,19 @@ def _register_user_bags(con, path: Path) -> None:
     missing = {"url", "term"} - set(relation.columns)
     if missing:
         raise InputError(f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})")
-    weight = "cast(weight as double)" if "weight" in relation.columns else "1.0"
-    relation.project(
-        f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
-    ).create_view("user_bags", replace=True)
+    relation.project(_user_bags_columns(relation.columns)).create_view("user_bags", replace=True)
+    _create_term_counts_view(con)
+
+
+def _user_bags_columns(columns) -> str:
+    """user_bags(url, term, weight) from the user's columns; weight 1 when their table has none."""
+    weight = "cast(weight as double)" if "weight" in columns else "1.0"
+    return f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
+
+
+def _create_term_counts_view(con: duckdb.DuckDBPyConnection) -> None:
     query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
-    con.sql(query).create_view("term_counts", replace=True)
+    con.execute(f"create or replace view term_counts as {query}").fetchall()
 
 
 def _count_user_bags(con) -> dict[str, int]:
@@ -558,17 +565,10 @@ def write_catalog(work: Path) -> Path:
 
 def _catalog_user_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """term_counts in the catalog as the view of the user's table it is in a run."""
-    columns = {
-        name
-        for name, *_ in con.execute(f"describe select * from read_parquet({_literal(str(path))})").fetchall()
-    }
-    weight = "cast(weight as double)" if "weight" in columns else "1.0"
-    con.execute(
-        "create view user_bags as select cast(url as varchar) as url, cast(term as varchar) as term, "
-        f"{weight} as weight from read_parquet({_literal(str(path))})"
-    ).fetchall()
-    query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
-    con.execute(f"create view term_counts as {query}").fetchall()
+    source = f"read_parquet({_literal(str(path))})"  # DDL takes no parameters: a literal, quotes doubled
+    columns = {name for name, *_ in con.execute(f"describe select * from {source}").fetchall()}
+    con.execute(f"create view user_bags as select {_user_bags_columns(columns)} from {source}").fetchall()
+    _create_term_counts_view(con)
 
 
 def _view_source(work: Path, relation: str) -> str | None:
