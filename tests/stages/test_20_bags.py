@@ -171,3 +171,17 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
         (1, "y", 2.0),
         (2, "x", 1.0),
     ]
+
+
+def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
+    """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
+    import pyarrow as pa
+
+    from lshsql import udf
+    from lshsql.errors import StageError
+
+    monkeypatch.setattr(udf, "term_hash", lambda terms: pa.array([7] * len(terms), type=pa.int64()))
+    p = Params().resolved(from_bags=False)
+    run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
+    with pytest.raises(StageError, match="share a 63-bit term_hash"):
+        run_stage(tmp_path, "terms", p)
