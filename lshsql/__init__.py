@@ -2,6 +2,7 @@
 
 The stages run in this order; each reads the previous one's Parquet output in the work folder:
     extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
+    ingest   documents -> pages, fragments, labels (instead of extract: JSON Lines, Parquet, Reuters SGML)
     run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> element_hashes
              -> signatures -> candidates -> pairs -> clusters   (sql/10..62, see pipeline.STAGES)
 
@@ -15,6 +16,8 @@ __version__ = "0.1.0"
 _API = {
     "extract": "lshsql.extract",
     "extract_if_changed": "lshsql.extract",
+    "ingest": "lshsql.ingest",
+    "ingest_if_changed": "lshsql.ingest",
     "run": "lshsql.pipeline",
     "STAGES": "lshsql.pipeline",
     "Params": "lshsql.params",
@@ -28,6 +31,8 @@ _API = {
     "evaluate": "lshsql.evaluate",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
+    "IngestParams": "lshsql.ingest",
+    "IngestSummary": "lshsql.ingest",
     "Resources": "lshsql.db",
     "connect": "lshsql.db",
     "LshsqlError": "lshsql.errors",

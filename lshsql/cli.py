@@ -137,7 +137,7 @@ def _say(quiet: bool):
     return None if quiet else (lambda line: typer.echo(line, err=True))
 
 
-def _progress(quiet: bool):
+def _progress(quiet: bool, what: str = "MB of HTML"):
     if quiet:
         return None
     last = [0.0]
@@ -146,23 +146,28 @@ def _progress(quiet: bool):
         now = time.monotonic()
         if now - last[0] >= 2.0:
             last[0] = now
-            typer.echo(f"  ... {records} records read, {n_bytes / 1e6:.1f} MB of HTML", err=True)
+            typer.echo(f"  ... {records} records read, {n_bytes / 1e6:.1f} {what}", err=True)
 
     return show
 
 
-def _extract_params(**options):
+def _stopword_file(path: Path | None) -> frozenset[str]:
+    """The words of --extra-stopwords FILE (none without it); a bad file is a one-line InputError."""
     from lshsql import text
     from lshsql.errors import InputError
+
+    if path is None:
+        return frozenset()
+    try:
+        return text.read_stopword_file(path)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def _extract_params(**options):
     from lshsql.extract import ExtractParams
 
-    extra = frozenset()
-    path = options.pop("extra_stopwords")
-    if path is not None:
-        try:
-            extra = text.read_stopword_file(path)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: {e}") from None
+    extra = _stopword_file(options.pop("extra_stopwords"))
     options["max_page_bytes"] = int(options.pop("max_page_mb") * 2**20)
     return ExtractParams(extra_stopwords=extra, **options)
 
@@ -257,6 +262,73 @@ def extract(
         base_url=base_url,
     )
     summary = run_extract(crawl, work, params, _resources(work, threads, memory_limit), _progress(quiet))
+    for line in summary.lines():
+        typer.echo(line)
+
+
+@app.command()
+def ingest(
+    docs: Annotated[
+        list[str],
+        typer.Argument(
+            help="JSON Lines or Parquet files (id, text, optional title, label or labels), Reuters-21578 "
+            ".sgm files, folders or globs."
+        ),
+    ],
+    work: Work,
+    format: Annotated[
+        str, typer.Option(help="auto (from the first bytes), jsonl, parquet or reuters.")
+    ] = "auto",
+    id_column: Annotated[str, typer.Option(help="Column (or JSON key) of the document id.")] = "id",
+    text_column: Annotated[str, typer.Option(help="Column (or JSON key) of the document text.")] = "text",
+    shingle: Annotated[
+        int | None, typer.Option(help="Terms are the W-word shingles of the normalized words [off: words].")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Use only the first N usable documents (the rest: over_limit).")
+    ] = None,
+    require_label: Annotated[
+        bool, typer.Option("--require-label", help="Skip documents without a label (reason no_label).")
+    ] = False,
+    language: Language = "en",
+    stem: Stem = True,
+    stopwords: Stopwords = True,
+    extra_stopwords: ExtraStopwords = None,
+    buckets: Buckets = 16,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Ingest even when the work folder is up to date.")
+    ] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Turn plain documents into the work folder's pages, fragments and labels, like extract does for a
+    crawl; then `lshsql run --work DIR` clusters them. Skipped when up to date (--force re-reads).
+
+    Example: lshsql ingest ../shared/data/reuters21578/ --work work/reuters --require-label
+    """
+    from lshsql.ingest import IngestParams, ingest_if_changed
+
+    params = IngestParams(
+        format=format,
+        id_column=id_column,
+        text_column=text_column,
+        shingle=shingle,
+        limit=limit,
+        require_label=require_label,
+        language=language,
+        stem=stem,
+        stopwords=stopwords,
+        extra_stopwords=_stopword_file(extra_stopwords),
+        buckets=buckets,
+    )
+    resources = _resources(work, threads, memory_limit)
+    summary = ingest_if_changed(
+        docs, work, params, resources, _progress(quiet, "M characters of text"), force
+    )
+    if summary is None:
+        typer.echo(f"up to date: {work} holds these documents with these options (--force re-reads them)")
+        return
     for line in summary.lines():
         typer.echo(line)
 
@@ -529,6 +601,82 @@ def eval_(
     result = evaluate(work, threshold, labels, sample, seed, _resources(work, threads, memory_limit))
     for line in summary_lines(result):
         typer.echo(line)
+
+
+@app.command()
+def hierarchy(
+    work: Work = Path("work"),
+    threshold: Annotated[
+        float, typer.Option(help="t: a pair of clusters merges when two of their documents reach it.")
+    ] = 0.3,
+    r_start: Annotated[int, typer.Option(help="Band size (rows) of the first level.")] = 20,
+    r_min: Annotated[int, typer.Option(help="Band size of the last level.")] = 3,
+    delta: Annotated[int, typer.Option(help="The band size shrinks by this from level to level.")] = 1,
+    method: Annotated[
+        str, typer.Option(help="lsh, or exact: single link over every exact pair >= t (small corpora).")
+    ] = "lsh",
+    verify: Annotated[
+        bool, typer.Option("--verify/--no-verify", help="Merge by exact weighted Jaccard, not the estimate.")
+    ] = True,
+    max_bucket: Annotated[int, typer.Option(help="Clusters per bucket above which pairs are capped.")] = 1000,
+    weighting: Weighting = None,
+    min_df: MinDf = None,
+    max_df: MaxDf = None,
+    scale: Scale = None,
+    num_perm: NumPerm = None,
+    seed: Seed = None,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    quiet: Quiet = False,
+) -> None:
+    """Hierarchical single-link clustering by LSH with a shrinking band size: levels r = r_start,
+    r_start - delta, ... >= r_min; pairs of different clusters sharing a band of r rows and reaching t merge.
+    Runs the stages up to signatures first when needed. Writes DIR/merges.parquet and
+    DIR/cluster_tree.parquet; `lshsql cut` turns the tree into flat clusters.
+
+    Example: lshsql hierarchy --work work/reuters --threshold 0.3
+    """
+    from lshsql.hierarchy import HierarchyParams
+    from lshsql.hierarchy import hierarchy as build
+
+    given = {"weighting": weighting, "min_df": min_df, "max_df": max_df, "scale": scale}
+    given |= {"num_perm": num_perm, "seed": seed}
+    params = HierarchyParams(threshold, r_start, r_min, delta, method, verify, max_bucket)
+    summary = build(
+        work, params, _params(work, given), _resources(work, threads, memory_limit), log=_say(quiet)
+    )
+    for line in summary.lines():
+        typer.echo(line)
+
+
+@app.command()
+def cut(
+    threshold: Annotated[float, typer.Option(help="Similarity at which to cut the cluster tree.")],
+    work: Work = Path("work"),
+    labels: Annotated[
+        Path | None, typer.Option(help="Parquet or CSV with url,label: score the flat clusters.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Where to write [default: DIR/cut.parquet].")] = None,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+) -> None:
+    """Flat clusters from the cluster tree of `lshsql hierarchy`: the single-link clusters at a similarity
+    threshold (one query, sql/85_cut.sql), with the clusters table's columns.
+
+    Example: lshsql cut --threshold 0.6 --work work/reuters --labels work/reuters/labels.parquet
+    """
+    from lshsql.evaluate import quality_lines, score_clusters
+    from lshsql.hierarchy import cut as make_cut
+
+    resources = _resources(work, threads, memory_limit)
+    path, counts = make_cut(work, threshold, resources, out)
+    typer.echo(
+        f"{counts['clusters']:,} clusters of {counts['rows']:,} URLs at similarity {threshold:g} "
+        f"(largest {counts['largest_cluster']:,}, {counts['singletons']:,} singletons)  ->  {path}"
+    )
+    if labels is not None:
+        for line in quality_lines(score_clusters(path, labels, resources)):
+            typer.echo(line)
 
 
 @app.command()

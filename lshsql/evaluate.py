@@ -108,30 +108,41 @@ def summary_lines(result: dict) -> list[str]:
         f"related vs exact {nn['k']} nearest neighbours: overlap@{nn['k']} {_fmt(nn['overlap'])} "
         f"over {nn['evaluated']} of {nn['sample']} sampled URLs"
     )
-    quality = result.get("clusters")
-    if quality:
-        lines.append(
-            f"clusters ({quality['urls']:,} labelled URLs, {quality['clusters']:,} clusters, "
-            f"{quality['labels']:,} labels): purity {_fmt(quality['purity'])}, "
-            f"inverse purity {_fmt(quality['inverse_purity'])}"
-        )
-        lines.append(
-            f"  pairwise precision {_fmt(quality['pairwise_precision'])}, "
-            f"recall {_fmt(quality['pairwise_recall'])}, F {_fmt(quality['pairwise_f'])}, "
-            f"ARI {_fmt(quality['ari'])}"
-        )
+    if result.get("clusters"):
+        lines += quality_lines(result["clusters"])
     lines.append(f"seconds {result['seconds']:.2f} (truth {result['truth']['seconds']:.2f})")
     return lines
 
 
+def quality_lines(quality: dict) -> list[str]:
+    """Two printable lines of cluster scores against labels (cluster_metrics' result)."""
+    kind = "label sets, a pair agrees when it shares a label" if quality.get("multi_label") else "labels"
+    return [
+        f"clusters ({quality['urls']:,} labelled URLs, {quality['clusters']:,} clusters, "
+        f"{quality['labels']:,} {kind}): purity {_fmt(quality['purity'])}, "
+        f"inverse purity {_fmt(quality['inverse_purity'])}",
+        f"  pairwise precision {_fmt(quality['pairwise_precision'])}, "
+        f"recall {_fmt(quality['pairwise_recall'])}, F {_fmt(quality['pairwise_f'])}, "
+        f"accuracy {_fmt(quality['pairwise_accuracy'])}, ARI {_fmt(quality['ari'])}",
+    ]
+
+
 def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
-    """Purity, inverse purity, pairwise precision/recall/F and ARI from (cluster, label, count) rows."""
+    """Purity, inverse purity, pairwise precision/recall/F/accuracy and ARI from (cluster, label, count) rows.
+
+    A label may be a tuple of labels, for URLs with several (a Reuters story with topics earn and acq): a
+    pair then counts as same-label when the two share one, the pairwise reading used for Reuters clustering
+    (Korelin & Blekanov). Purity counts a cluster's most shared label, inverse purity a label's best cluster
+    over all (URL, label) memberships; ARI, defined for partitions only, is None when any URL has several."""
+    rows = [(c, lab if isinstance(lab, tuple) else (lab,), n) for c, lab, n in contingency]
+    if any(len(labels) != 1 for _, labels, _ in rows):
+        return _multi_label_metrics([(c, frozenset(labels), n) for c, labels, n in rows])
     by_cluster: dict[object, int] = {}
     by_label: dict[object, int] = {}
     best_in_cluster: dict[object, int] = {}
     best_in_label: dict[object, int] = {}
     together = 0  # pairs of URLs with the same cluster and the same label
-    for cluster, label, n in contingency:
+    for cluster, (label,), n in rows:
         by_cluster[cluster] = by_cluster.get(cluster, 0) + n
         by_label[label] = by_label.get(label, 0) + n
         best_in_cluster[cluster] = max(best_in_cluster.get(cluster, 0), n)
@@ -140,22 +151,78 @@ def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
     total = sum(by_cluster.values())
     same_cluster = sum(comb(n, 2) for n in by_cluster.values())
     same_label = sum(comb(n, 2) for n in by_label.values())
+    return {
+        "urls": total,
+        "clusters": len(by_cluster),
+        "labels": len(by_label),
+        "multi_label": False,
+        "purity": _ratio(sum(best_in_cluster.values()), total),
+        "inverse_purity": _ratio(sum(best_in_label.values()), total),
+        **_pairwise(together, same_cluster, same_label, comb(total, 2)),
+        "ari": adjusted_rand_index(together, same_cluster, same_label, comb(total, 2)),
+    }
+
+
+def _pairwise(together: int, same_cluster: int, same_label: int, all_pairs: int) -> dict:
+    """Precision and recall of the same-cluster pairs against the same-label pairs, F, and accuracy: the
+    fraction of all pairs on which the clustering and the labels agree (together, or apart in both)."""
     precision = _ratio(together, same_cluster)
     recall = _ratio(together, same_label)
     f = None
     if precision is not None and recall is not None:
         f = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    apart_in_both = all_pairs - same_cluster - same_label + together
     return {
-        "urls": total,
-        "clusters": len(by_cluster),
-        "labels": len(by_label),
-        "purity": _ratio(sum(best_in_cluster.values()), total),
-        "inverse_purity": _ratio(sum(best_in_label.values()), total),
         "pairwise_precision": precision,
         "pairwise_recall": recall,
         "pairwise_f": f,
-        "ari": adjusted_rand_index(together, same_cluster, same_label, comb(total, 2)),
+        "pairwise_accuracy": _ratio(together + apart_in_both, all_pairs),
     }
+
+
+def _multi_label_metrics(rows: list[tuple[object, frozenset, int]]) -> dict:
+    per_cluster: dict[object, dict[frozenset, int]] = {}
+    overall: dict[frozenset, int] = {}
+    for cluster, labels, n in rows:
+        per_cluster.setdefault(cluster, {})[labels] = per_cluster.get(cluster, {}).get(labels, 0) + n
+        overall[labels] = overall.get(labels, 0) + n
+    total = sum(overall.values())
+    in_cluster_label: dict[tuple[object, object], int] = {}  # URLs of a cluster having a label
+    for cluster, labels, n in rows:
+        for label in labels:
+            in_cluster_label[(cluster, label)] = in_cluster_label.get((cluster, label), 0) + n
+    best_in_cluster: dict[object, int] = {}
+    best_in_label: dict[object, int] = {}
+    label_sizes: dict[object, int] = {}
+    for (cluster, label), n in in_cluster_label.items():
+        best_in_cluster[cluster] = max(best_in_cluster.get(cluster, 0), n)
+        best_in_label[label] = max(best_in_label.get(label, 0), n)
+        label_sizes[label] = label_sizes.get(label, 0) + n
+    together = sum(_pairs_sharing_a_label(counts) for counts in per_cluster.values())
+    same_cluster = sum(comb(sum(counts.values()), 2) for counts in per_cluster.values())
+    return {
+        "urls": total,
+        "clusters": len(per_cluster),
+        "labels": len(label_sizes),
+        "multi_label": True,
+        "purity": _ratio(sum(best_in_cluster.values()), total),
+        "inverse_purity": _ratio(sum(best_in_label.values()), sum(label_sizes.values())),
+        **_pairwise(together, same_cluster, _pairs_sharing_a_label(overall), comb(total, 2)),
+        "ari": None,
+    }
+
+
+def _pairs_sharing_a_label(counts: dict[frozenset, int]) -> int:
+    """Pairs of URLs whose label sets intersect, from the number of URLs with each label set."""
+    by_label: dict[object, list[frozenset]] = {}
+    for labels in counts:
+        for label in labels:
+            by_label.setdefault(label, []).append(labels)
+    cross = 0  # pairs of URLs with different but overlapping sets, each counted from both sides
+    for labels, n in counts.items():
+        overlapping = {other for label in labels for other in by_label[label] if other != labels}
+        cross += sum(n * counts[other] for other in overlapping)
+    return sum(comb(n, 2) for n in counts.values()) + cross // 2
 
 
 def adjusted_rand_index(together: int, same_cluster: int, same_label: int, all_pairs: int) -> float | None:
@@ -274,14 +341,26 @@ def _cluster_quality(con: duckdb.DuckDBPyConnection, path: Path) -> dict:
     table = _read_labels(con, path)
     con.register("labels_given", table)
     try:
-        contingency = con.execute(QUERIES["contingency"]).fetchall()
+        rows = con.execute(QUERIES["contingency"]).fetchall()
     finally:
         con.unregister("labels_given")
+    contingency = [(c, labels[0] if len(labels) == 1 else tuple(labels), n) for c, labels, n in rows]
     return {"labels_file": str(path), "labelled_rows": table.num_rows, **cluster_metrics(contingency)}
 
 
+def score_clusters(clusters: str | Path, labels: str | Path, resources: db.Resources | None = None) -> dict:
+    """Scores of any flat clustering with the clusters table's columns (clusters, a cut of the cluster
+    tree) against a labels file: what `eval --labels` reports, without the pair evaluation."""
+    if not Path(clusters).is_file():
+        raise InputError(f"{clusters}: no such clusters file")
+    with db.connect(resources or db.Resources()) as con:
+        sqlfiles.register_inputs(con, {"clusters": str(clusters)})
+        return _cluster_quality(con, Path(labels))
+
+
 def _read_labels(con: duckdb.DuckDBPyConnection, path: Path) -> pa.Table:
-    """url, canonical url and label of a Parquet or CSV file with columns url, label."""
+    """url, canonical url and label of a Parquet or CSV file with columns url, label; a URL with several
+    labels has a row for each (distinct rows)."""
     if not path.is_file():
         raise InputError(f"{path}: no such labels file")
     suffix = path.suffix.lower()
@@ -300,20 +379,20 @@ def _read_labels(con: duckdb.DuckDBPyConnection, path: Path) -> pa.Table:
         rows = relation.project("cast(url as varchar) as url, cast(label as varchar) as label").fetchall()
     except duckdb.Error as e:
         raise InputError(f"{path}: not a readable labels file: {' '.join(str(e).split())[:200]}") from None
-    labelled: dict[str, str] = {}
-    for url, label in rows:
-        if url is None or label is None:
-            continue
-        if labelled.setdefault(url, label) != label:
-            raise InputError(f"{path}: {url} has two labels ({labelled[url]!r} and {label!r})")
-    canonical = []
-    for url in labelled:
-        try:
-            canonical.append(urls.canonicalize(url))
-        except urls.UrlError:
-            canonical.append(url)
+    labelled = sorted({(url, label) for url, label in rows if url is not None and label is not None})
+    canonical: dict[str, str] = {}
+    for url, _ in labelled:
+        if url not in canonical:
+            try:
+                canonical[url] = urls.canonicalize(url)
+            except urls.UrlError:
+                canonical[url] = url
     return pa.table(
-        {"url": list(labelled), "canonical": canonical, "label": list(labelled.values())},
+        {
+            "url": [url for url, _ in labelled],
+            "canonical": [canonical[url] for url, _ in labelled],
+            "label": [label for _, label in labelled],
+        },
         schema=pa.schema([("url", pa.string()), ("canonical", pa.string()), ("label", pa.string())]),
     )
 
@@ -467,18 +546,26 @@ QUERIES = {
         inner join urls as url_v on both_lists.neighbour_id = url_v.url_id
         order by both_lists.url_id, both_lists.exact_rank nulls last, both_lists.related_rank
     """,
-    # (cluster, label, URLs): labelled URLs matched to clusters as written, else in canonical form
+    # (cluster, label set, URLs): labelled URLs matched to clusters as written, else in canonical form
     "contingency": """
         with matched as (
-            select labels_given.label, coalesce(as_written.center_id, as_canonical.center_id) as center_id
+            select
+                labels_given.url,
+                labels_given.label,
+                coalesce(as_written.center_id, as_canonical.center_id) as center_id
             from labels_given
             left join clusters as as_written on labels_given.url = as_written.url
             left join clusters as as_canonical on labels_given.canonical = as_canonical.url
+        ),
+        per_url as (
+            select url, center_id, list_sort(list(distinct label)) as labels
+            from matched
+            where center_id is not null
+            group by url, center_id
         )
-        select center_id, label, count(*) as n
-        from matched
-        where center_id is not null
-        group by center_id, label
-        order by center_id, label
+        select center_id, labels, count(*) as n
+        from per_url
+        group by center_id, labels
+        order by center_id, labels
     """,
 }

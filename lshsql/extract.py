@@ -150,7 +150,7 @@ def extract(
     if n_read == 0:
         raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
     with db.connect(resources) as con:
-        summary = _finalize(con, raw_dir, work, params)
+        summary = _finalize(con, raw_dir, work, params.buckets)
     shutil.rmtree(raw_dir, ignore_errors=True)
     summary = ExtractSummary(
         **{**summary.__dict__, "seconds": time.perf_counter() - started, "files": [s.path for s in sources]}
@@ -390,7 +390,7 @@ class _Rows:
 # --- finishing in DuckDB ----------------------------------------------------------------------------
 
 
-def _finalize(con, raw_dir: Path, work: Path, params: ExtractParams) -> ExtractSummary:
+def _finalize(con, raw_dir: Path, work: Path, buckets: int) -> ExtractSummary:
     """Resolve duplicate captures and write the ordered final tables; count what was written."""
     sqlfiles.register_inputs(con, {f"{t}_raw": str(raw_dir / f"{t}.parquet") for t in RAW_TABLES})
     sqlfiles.materialize(con, sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
@@ -398,7 +398,7 @@ def _finalize(con, raw_dir: Path, work: Path, params: ExtractParams) -> ExtractS
     sqlfiles.materialize(con, sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
     shutil.rmtree(work / "fragments", ignore_errors=True)
     sqlfiles.materialize_partitioned(
-        con, sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", params.buckets
+        con, sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
     )
     return _count(con, work)
 

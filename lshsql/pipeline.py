@@ -129,6 +129,8 @@ def run(
     """
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
+    if bags is None and not (work / "fragments").exists():
+        bags = _user_bags_source(work)  # a folder started from --bags goes on from the same table
     requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
     params = params.resolved(from_bags=bags is not None)

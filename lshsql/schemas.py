@@ -138,7 +138,54 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
     ],
+    "merges": [
+        (
+            "level",
+            pa.int32(),
+            "r, the band size of the LSH level that found the edge; null for the exact method",
+        ),
+        ("threshold", pa.float64(), "t, the similarity a pair needed to merge its clusters"),
+        ("u_id", pa.int64(), "url_id of the first document of the pair (u_id < v_id)"),
+        ("v_id", pa.int64(), "url_id of the second document"),
+        ("cluster_u", pa.int64(), "u's cluster before the merge (its smallest url_id); u_id for exact"),
+        ("cluster_v", pa.int64(), "v's cluster before the merge; v_id for exact"),
+        (
+            "similarity",
+            pa.float64(),
+            "exact weighted Jaccard of the pair (the min-hash estimate with --no-verify)",
+        ),
+    ],
+    "cluster_tree": [
+        ("node_id", pa.int64(), "a leaf: its url_id; a merge: max(leaf url_id) + merge step 1, 2, ..."),
+        ("parent_id", pa.int64(), "node_id of the merge above; null for a root"),
+        ("is_leaf", pa.bool_(), "the node is a URL"),
+        ("similarity", pa.float64(), "similarity of the merge edge; null for a leaf"),
+        ("parent_similarity", pa.float64(), "the parent's similarity (<= the node's); null for a root"),
+        ("level", pa.int32(), "level of the merge edge; null for a leaf or when the edges have none"),
+        ("left_id", pa.int64(), "child on the side of the edge's u_id; null for a leaf"),
+        ("right_id", pa.int64(), "child on the side of the edge's v_id; null for a leaf"),
+        ("u_id", pa.int64(), "first url_id of the edge that made the merge; null for a leaf"),
+        ("v_id", pa.int64(), "second url_id of the edge; null for a leaf"),
+        ("size", pa.int64(), "leaves under the node (1 for a leaf)"),
+        (
+            "first_position",
+            pa.int64(),
+            "first leaf position under the node; leaves are numbered 0.. depth first, left child first, "
+            "trees in order of their smallest url_id",
+        ),
+        ("last_position", pa.int64(), "last leaf position: the node's leaves are first..last_position"),
+    ],
+    "labels": [
+        ("url", pa.string(), "id of a used document (its url in pages and fragments)"),
+        ("label", pa.string(), "one of its labels (a Reuters TOPICS entry, or label/labels of the input)"),
+    ],
 }
+
+# A cut of the cluster tree at a threshold is a flat clustering with the clusters table's columns.
+COLUMNS["cut"] = [
+    (name, dtype, f"{doc} (a cut of the cluster tree at a threshold)" if name == "url" else doc)
+    for name, dtype, doc in COLUMNS["clusters"]
+]
 
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
 

@@ -212,3 +212,16 @@ def _cached_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]
 def terms(text: str, options: TextOptions = TextOptions()) -> list[str]:
     """Terms of text: make_normalizer(options)(words(text)), with the normalizer cached per options."""
     return _cached_normalizer(options)(words(text))
+
+
+def shingles(words: list[str], w: int) -> list[str]:
+    """The w-word shingles of words (each w consecutive words joined by one space), in order.
+
+    Used by `lshsql ingest --shingle W` so documents compare by word order, not only by vocabulary. A list
+    shorter than w gives one shingle of all its words, an empty list none. Raises ValueError when w < 1.
+    """
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise ValueError(f"shingle width must be a whole number >= 1, got {w!r}")
+    if len(words) <= w:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i : i + w]) for i in range(len(words) - w + 1)]

@@ -401,6 +401,49 @@ def test_cluster_metrics_hand_worked():
     assert m["ari"] == pytest.approx(7 / 22)
 
 
+def test_cluster_metrics_multi_label_hand_worked():
+    # A = {a: {x}, b: {x, y}, c: {y}}, B = {d: {y}, e: {z}}; N = 5, 10 pairs
+    contingency = [("A", "x", 1), ("A", ("x", "y"), 1), ("A", "y", 1), ("B", "y", 1), ("B", "z", 1)]
+    m = cluster_metrics(contingency)
+    assert m["multi_label"] and m["ari"] is None and (m["urls"], m["clusters"], m["labels"]) == (5, 2, 3)
+    # same cluster: ab ac bc de = 4, of which share a label: ab (x), bc (y) = 2
+    # share a label overall: ab, bc, bd, cd = 4 (ac shares nothing; e shares with no one)
+    assert m["pairwise_precision"] == 0.5 and m["pairwise_recall"] == 0.5 and m["pairwise_f"] == 0.5
+    # agree on: ab, bc (together in both) + apart in both: pairs neither together nor sharing = 10 - 4 - 4 + 2 = 4
+    assert m["pairwise_accuracy"] == pytest.approx(6 / 10)
+    # purity: A's most shared label x or y in 2 of 3, B's y or z in 1 of 2 -> 3/5
+    assert m["purity"] == pytest.approx(3 / 5)
+    # inverse purity over (URL, label) memberships x:2 (both in A), y:3 (2 in A), z:1 -> (2 + 2 + 1) / 6
+    assert m["inverse_purity"] == pytest.approx(5 / 6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.frozensets(st.integers(0, 3), min_size=1, max_size=3)),
+        min_size=2,
+        max_size=20,
+    )
+)
+def test_multi_label_pair_counts_equal_counting_pairs(assignments):
+    counts: dict = {}
+    for cluster, labels in assignments:
+        key = (cluster, tuple(sorted(labels)) if len(labels) > 1 else next(iter(labels)))
+        counts[key] = counts.get(key, 0) + 1
+    m = cluster_metrics([(c, lab, n) for (c, lab), n in counts.items()])
+    tp = same_cluster = same_label = agree = 0
+    for (c1, l1), (c2, l2) in itertools.combinations(assignments, 2):
+        together, share = c1 == c2, bool(l1 & l2)
+        tp += together and share
+        same_cluster += together
+        same_label += share
+        agree += together == share
+    pairs = len(assignments) * (len(assignments) - 1) // 2
+    assert m["pairwise_precision"] == (tp / same_cluster if same_cluster else None)
+    assert m["pairwise_recall"] == (tp / same_label if same_label else None)
+    assert m["pairwise_accuracy"] == pytest.approx(agree / pairs)
+
+
 def test_ari_special_cases():
     assert cluster_metrics([("A", "x", 3), ("B", "y", 2)])["ari"] == 1.0  # identical partitions
     assert cluster_metrics([(i, i, 1) for i in range(4)])["ari"] == 1.0  # both all singletons
@@ -476,7 +519,6 @@ def test_missing_outputs_and_bad_labels(work, tmp_path):
     ("name", "text", "message"),
     [
         ("labels.csv", "address,label\nhttp://a/,x\n", "need columns url and label"),
-        ("labels.csv", "url,label\nhttp://a/,x\nhttp://a/,y\n", "has two labels"),
         ("labels.parquet", "not parquet", "not a readable labels file"),
         ("labels.json", "{}", "must be a .parquet or .csv"),
     ],

@@ -1,0 +1,246 @@
+"""Plain documents -> a stream of `Document`s: JSON Lines, Parquet and Reuters-21578 SGML files.
+
+The counterpart of sources.py for `lshsql ingest`: every record read is yielded once, with its text or the
+reason it is skipped, so the stage can account for all of them. Readers stream (JSON Lines by line, Parquet
+by record batch, SGML by <REUTERS> element) so memory does not grow with the size of a file.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import html
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lshsql.errors import InputError
+
+FORMATS = ("auto", "jsonl", "parquet", "reuters")
+DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")
+_PARQUET_BATCH = 1024  # rows per Parquet record batch read
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One record read: its id, title, text and labels, where it was read, and why it is skipped (if so)."""
+
+    id: str | None
+    record_type: str  # 'document' (JSON Lines, Parquet) or 'reuters'
+    source_file: str
+    source_offset: int  # byte offset of the line or <REUTERS> element; row number in a Parquet file
+    title: str | None = None
+    text: str | None = None
+    labels: tuple[str, ...] = ()
+    encoding: str | None = None
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class DocSource:
+    """One input file and its format ('jsonl', 'parquet' or 'reuters')."""
+
+    path: str
+    kind: str
+
+
+def resolve_documents(paths: list[str], fmt: str = "auto") -> list[DocSource]:
+    """Expand files, folders and globs into sources in a stable order; raise InputError for bad paths.
+
+    A folder contributes its files named like documents (.jsonl[.gz], .ndjson, .parquet, .pq, .sgm), so
+    the README and DTD beside the Reuters files are not read; a file named explicitly is always read.
+    """
+    if not paths:
+        raise InputError("no documents given")
+    sources: list[DocSource] = []
+    for raw in paths:
+        matches = [raw] if os.path.exists(raw) else sorted(glob.glob(raw, recursive=True))
+        if not matches:
+            raise InputError(f"{raw}: no such file or directory")
+        for path in matches:
+            if os.path.isdir(path):
+                files = sorted(
+                    str(p)
+                    for p in Path(path).rglob("*")
+                    if p.is_file() and p.name.lower().endswith(DOCUMENT_SUFFIXES)
+                )
+                if not files:
+                    raise InputError(f"{path}: folder has no .jsonl, .parquet or .sgm files")
+            else:
+                files = [path]
+            sources.extend(DocSource(f, sniff_format(f) if fmt == "auto" else fmt) for f in files)
+    return sources
+
+
+def sniff_format(path: str) -> str:
+    """The format of a file from its first bytes: PAR1 is Parquet, <!DOCTYPE lewis or <REUTERS is Reuters,
+    anything else (plain or gzipped) is JSON Lines."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
+    if not head:
+        raise InputError(f"{path}: empty file")
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.lstrip().upper().startswith((b"<!DOCTYPE LEWIS", b"<REUTERS")):
+        return "reuters"
+    return "jsonl"
+
+
+def iter_documents(source: DocSource, id_column: str = "id", text_column: str = "text") -> Iterator[Document]:
+    """Yield every record of one source, in file order."""
+    if source.kind == "parquet":
+        return _iter_parquet(source.path, id_column, text_column)
+    if source.kind == "reuters":
+        return _iter_reuters(source.path)
+    return _iter_jsonl(source.path, id_column, text_column)
+
+
+# --- JSON Lines and Parquet ---------------------------------------------------------------------------
+
+
+def _iter_jsonl(path: str, id_column: str, text_column: str) -> Iterator[Document]:
+    """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file."""
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    offset = 0
+    try:
+        with (gzip.open if gzipped else open)(path, "rb") as f:
+            for line in f:
+                start, offset = offset, offset + len(line)
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:  # also invalid UTF-8
+                    obj = None
+                if not isinstance(obj, dict):
+                    yield Document(None, "document", path, start, skip_reason="bad_json")
+                    continue
+                yield _document(obj, path, start, id_column, text_column)
+    except (OSError, EOFError) as e:  # a truncated or corrupt gzip file
+        raise InputError(f"{path}: cannot read as JSON Lines: {e}") from None
+
+
+def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Document]:
+    """One Document per row, read a record batch at a time; source_offset is the row number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{path}: not a readable Parquet file: {' '.join(str(e).split())[:200]}") from None
+    names = parquet.schema_arrow.names
+    missing = [c for c in (id_column, text_column) if c not in names]
+    if missing:
+        raise InputError(f"{path}: no column {', '.join(map(repr, missing))} (columns: {', '.join(names)})")
+    columns = [c for c in dict.fromkeys((id_column, text_column, "title", "label", "labels")) if c in names]
+    row = 0
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=columns):
+        for obj in batch.to_pylist():
+            yield _document(obj, path, row, id_column, text_column)
+            row += 1
+
+
+def _document(obj: Mapping, path: str, offset: int, id_column: str, text_column: str) -> Document:
+    """A JSON object or Parquet row as a Document: integer ids become strings; empty text is missing."""
+    doc_id = obj.get(id_column)
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id:
+        return Document(None, "document", path, offset, skip_reason="missing_id")
+    text = obj.get(text_column)
+    title = obj.get("title")
+    title = (" ".join(title.split()) or None) if isinstance(title, str) else None
+    if not isinstance(text, str) or not text or text.isspace():
+        return Document(doc_id, "document", path, offset, title, encoding="utf-8", skip_reason="missing_text")
+    labels = _labels(obj.get("label"), obj.get("labels"))
+    return Document(doc_id, "document", path, offset, title, text, labels, "utf-8")
+
+
+def _labels(label: object, labels: object) -> tuple[str, ...]:
+    """Distinct non-empty labels, sorted, from a `label` scalar and a `labels` list (numbers as text)."""
+    found = [label, *(labels if isinstance(labels, list | tuple) else [labels])]
+    kept = (v for v in found if isinstance(v, str | int | float) and not isinstance(v, bool))
+    return tuple(sorted({str(v) for v in kept} - {""}))
+
+
+# --- Reuters-21578 SGML -------------------------------------------------------------------------------
+
+_OPEN, _CLOSE = b"<REUTERS", b"</REUTERS>"
+_NEWID = re.compile(r'\bNEWID\s*=\s*"([^"]*)"')
+_ELEMENT = {name: re.compile(rf"<{name}>(.*?)</{name}>", re.S) for name in ("TOPICS", "TITLE", "BODY")}
+_TOPIC = re.compile(r"<D>(.*?)</D>", re.S)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _iter_reuters(path: str, chunk: int = 2**20) -> Iterator[Document]:
+    """One Document per <REUTERS ...>...</REUTERS> element, read in chunks; an element cut off by the end
+    of the file is still parsed (it will usually lack its BODY)."""
+    buffer, base, pos, eof = b"", 0, 0, False  # base: file offset of buffer[0]; pos: where to look next
+    with open(path, "rb") as f:
+        while not eof:
+            data = f.read(chunk)
+            eof = not data
+            buffer, base, pos = buffer[pos:] + data, base + pos, 0
+            while (start := buffer.find(_OPEN, pos)) >= 0:
+                end = buffer.find(_CLOSE, start)
+                if end < 0 and not eof:  # the element goes on in the next chunk
+                    pos = start
+                    break
+                pos = len(buffer) if end < 0 else end + len(_CLOSE)
+                yield reuters_document(buffer[start:pos], path, base + start)
+            else:  # keep a tail that may hold the start of an opening tag
+                pos = max(pos, len(buffer) - len(_OPEN) + 1)
+
+
+def reuters_document(raw: bytes, path: str, offset: int) -> Document:
+    """Parse one <REUTERS> element: NEWID is the id, TOPICS the labels, TITLE and BODY the title and text.
+
+    Bytes are decoded as UTF-8, else windows-1252, else latin-1 (the collection is mostly ASCII; one byte
+    of reut2-017.sgm is not UTF-8); entities are decoded and control characters dropped.
+    """
+    text, encoding = _decode(raw)
+    opening = text[: text.find(">") + 1]
+    found = _NEWID.search(opening)
+    if not found or not found.group(1).strip():
+        return Document(None, "reuters", path, offset, encoding=encoding, skip_reason="missing_id")
+    topics = _ELEMENT["TOPICS"].search(text)
+    labels = {_clean(t).strip() for t in _TOPIC.findall(topics.group(1))} if topics else set()
+    title = _ELEMENT["TITLE"].search(text)
+    title_text = (" ".join(_clean(title.group(1)).split()) or None) if title else None
+    doc = Document(
+        found.group(1).strip(),
+        "reuters",
+        path,
+        offset,
+        title_text,
+        labels=tuple(sorted(labels - {""})),
+        encoding=encoding,
+    )
+    body = _ELEMENT["BODY"].search(text)
+    if not body:
+        return replace(doc, skip_reason="no_body")
+    body_text = _clean(body.group(1)).strip()
+    return replace(doc, text=body_text) if body_text else replace(doc, skip_reason="missing_text")
+
+
+def _decode(raw: bytes) -> tuple[str, str]:
+    """Text of raw bytes and the encoding used: UTF-8, else windows-1252, else latin-1 (never fails)."""
+    for encoding in ("utf-8", "windows-1252"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            pass
+    return raw.decode("latin-1"), "latin-1"
+
+
+def _clean(sgml: str) -> str:
+    """Entities decoded (&lt; -> <, &#3; -> nothing) and any remaining control characters dropped."""
+    return _CONTROL.sub("", html.unescape(sgml))

@@ -1,0 +1,282 @@
+"""`lshsql hierarchy`: single-link clustering by LSH with a shrinking band size, and its exact reference.
+
+The LSH method (Koga, Ishibashi & Watanabe 2007; Korelin & Blekanov): every document starts as its own
+cluster; for band sizes r = r_start, r_start - delta, ... down to r_min, the signatures are cut into
+floor(m / r) bands of r rows, each band a bucket key (sql/80_hierarchy_candidates.sql: one representative
+per cluster per bucket), candidate pairs of different clusters reaching the similarity threshold t are
+kept (sql/50_pairs.sql, exact weighted Jaccard by default) and their clusters merge (sql/81_merges.sql,
+then connected components over the merged clusters). Large r finds only the most similar pairs, smaller r
+the rest, so merges come roughly in order of decreasing similarity. The exact method takes every pair
+with exact weighted Jaccard >= t (sql/70_truth.sql) instead: exact single-link above t.
+
+Both write DIR/merges.parquet and, by Kruskal's algorithm over those edges, DIR/cluster_tree.parquet, a
+monotone dendrogram from which any flat cut at a similarity >= t is one query (`lshsql cut`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lshsql import db, manifest, pipeline, schemas, sqlfiles, tree
+from lshsql.errors import InputError, ParamError
+from lshsql.params import Params
+
+METHODS = ("lsh", "exact")
+UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
+MAX_EXACT_URLS = 50_000  # the exact reference is for checking the LSH method on small corpora
+
+
+@dataclass(frozen=True)
+class HierarchyParams:
+    """Parameters of `lshsql hierarchy`: t, and the band sizes r_start, r_start - delta, ... >= r_min."""
+
+    threshold: float = 0.3
+    r_start: int = 20
+    r_min: int = 3
+    delta: int = 1
+    method: str = "lsh"
+    verify: bool = True
+    max_bucket: int = 1000
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0 < self.threshold <= 1, f"threshold must be in (0, 1], got {self.threshold}"),
+            (self.r_min >= 1, f"r_min must be >= 1, got {self.r_min}"),
+            (self.r_start >= self.r_min, f"r_start ({self.r_start}) must be >= r_min ({self.r_min})"),
+            (self.delta >= 1, f"delta must be >= 1, got {self.delta}"),
+            (self.method in METHODS, f"method must be one of {', '.join(METHODS)}"),
+            (self.max_bucket >= 2, f"max bucket must be >= 2, got {self.max_bucket}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ParamError(message)
+
+    def levels(self, num_perm: int) -> list[int]:
+        """The band sizes r of the rounds, largest first; r never exceeds m (one band of all rows)."""
+        if self.method == "exact":
+            return []
+        return list(range(min(self.r_start, num_perm), self.r_min - 1, -self.delta))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HierarchySummary:
+    """What `hierarchy` did: per level, the candidates, pairs kept, merges and clusters left."""
+
+    work: Path
+    params: HierarchyParams
+    levels: list[dict]
+    merges: int
+    clusters: int
+    seconds: float
+
+    def lines(self) -> list[str]:
+        out = [f"{'r':>4}{'bands':>7}{'candidates':>12}{'pairs':>10}{'merges':>9}{'clusters':>10}  seconds"]
+        for level in self.levels:
+            out.append(
+                f"{level['r']:>4}{level['bands']:>7}{level['candidates']:>12}{level['pairs']:>10}"
+                f"{level['merges']:>9}{level['clusters']:>10}  {level['seconds']:.2f}"
+            )
+        out.append(
+            f"{self.params.method}: {self.merges} merges, {self.clusters} clusters at "
+            f"t={self.params.threshold} in {self.seconds:.2f} s  ->  {self.work}/cluster_tree.parquet"
+        )
+        return out
+
+
+def hierarchy(
+    work: str | Path,
+    params: HierarchyParams = HierarchyParams(),
+    pipeline_params: Params | None = None,
+    resources: db.Resources | None = None,
+    log: pipeline.Log | None = None,
+) -> HierarchySummary:
+    """Build the single-link cluster tree of the work folder's documents.
+
+    Runs the stages up to signatures first when they are missing or out of date (with `pipeline_params`,
+    by default the parameters of the folder's last run), then the levels of LSH single-link (or the exact
+    reference) into DIR/merges.parquet and DIR/cluster_tree.parquet.
+
+    Example:
+        >>> hierarchy("work/reuters", HierarchyParams(threshold=0.3))  # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    work = Path(work)
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    if pipeline_params is None:
+        pipeline_params = Params(**manifest.read(work).get("requested_params", {}))
+    run = pipeline.run(work, pipeline_params, resources=resources, only=UP_TO_SIGNATURES, log=log)
+    run_params = run.params
+    levels: list[dict] = []
+    with db.connect(resources) as con:
+        pipeline.udf.register(con)
+        sqlfiles.register_inputs(
+            con, {r: pipeline.input_paths(work, r) for r in ("signatures", "urls", "bags")}
+        )
+        con.execute(
+            "create or replace temp table memberships as select url_id, url_id as cluster_id from signatures"
+        ).fetchall()
+        con.execute(f"create or replace temp table all_merges ({_merges_columns()})").fetchall()
+        if params.method == "exact":
+            _exact_merges(con, work, params)
+        for r in params.levels(run_params.num_perm):
+            if log:
+                log(f"  level r={r} ...")
+            levels.append(_level(con, r, params, run_params))
+        merges_path = work / "merges.parquet"
+        con.execute(
+            "copy (select * from all_merges order by level desc nulls last, cluster_u, cluster_v) "
+            "to $out (format parquet, compression zstd)",
+            {"out": str(merges_path)},
+        ).fetchall()
+        schemas.validate(merges_path, "merges")
+        leaves = con.execute("select url_id from signatures order by url_id").fetchnumpy()["url_id"]
+    table = pq.read_table(merges_path)
+    cluster_tree = tree.single_link_tree(
+        leaves,
+        table["u_id"].to_numpy(),
+        table["v_id"].to_numpy(),
+        table["similarity"].to_numpy(),
+        table["level"].to_numpy() if table["level"].null_count == 0 else None,  # exact: no levels
+    )
+    tree_path = work / "cluster_tree.parquet"
+    pq.write_table(cluster_tree, tree_path, compression="zstd")
+    schemas.validate(tree_path, "cluster_tree")
+    n_roots = sum(1 for p in cluster_tree["parent_id"].to_pylist() if p is None)
+    summary = HierarchySummary(
+        work, params, levels, table.num_rows, n_roots, round(time.perf_counter() - started, 3)
+    )
+    manifest.record_stage(
+        work,
+        "hierarchy",
+        {
+            "params": params.to_json(),
+            "pipeline_params": run_params.to_json(),
+            "levels": levels,
+            "merges": summary.merges,
+            "clusters": n_roots,
+            "rows": cluster_tree.num_rows,
+            "seconds": summary.seconds,
+        },
+    )
+    pipeline.write_catalog(work)
+    return summary
+
+
+def _merges_columns() -> str:
+    types = {pa.int32(): "integer", pa.int64(): "bigint", pa.float64(): "double"}
+    return ", ".join(f"{name} {types[dtype]}" for name, dtype, _ in schemas.COLUMNS["merges"])
+
+
+def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_params: Params) -> dict:
+    """One round: candidates of this band size, pairs reaching t, their merges, the new memberships."""
+    started = time.perf_counter()
+    m = run_params.num_perm
+    level_params = replace(
+        run_params, k=r, l=m // r, banding=True, threshold=params.threshold, verify=params.verify
+    )
+    context = pipeline.template_context(level_params)
+    candidates = sqlfiles.to_table(
+        con,
+        sqlfiles.load("80_hierarchy_candidates.sql"),
+        {"max_bucket": params.max_bucket},
+        "candidates",
+        context,
+    )
+    pairs = merges = 0
+    if candidates:
+        pairs_params = {
+            "min_agree": level_params.min_agree,
+            "num_perm": m,
+            "threshold": params.threshold,
+        }
+        pairs = sqlfiles.to_table(con, sqlfiles.load("50_pairs.sql"), pairs_params, "level_pairs", context)
+    if pairs:
+        merges = sqlfiles.to_table(
+            con, sqlfiles.load("81_merges.sql"), {"level": r, "threshold": params.threshold}, "level_merges"
+        )
+        con.execute("insert into all_merges select * from level_merges").fetchall()
+        _merge_clusters(con)
+    clusters = db.scalar(con, "select count(distinct cluster_id) from memberships")
+    return {
+        "r": r,
+        "bands": m // r,
+        "candidates": candidates,
+        "pairs": pairs,
+        "merges": merges,
+        "clusters": clusters,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _merge_clusters(con: duckdb.DuckDBPyConnection) -> None:
+    """Clusters joined by this level's merges become one, named by the smallest cluster id (= url_id)."""
+    con.execute(
+        "create or replace temp table edges as "
+        "select cluster_u as src, cluster_v as dst from level_merges "
+        "union all select cluster_v as src, cluster_u as dst from level_merges"
+    ).fetchall()
+    pipeline._components(con)  # noqa: SLF001 - the same component rounds as `--clustering components`
+    con.execute(
+        "create or replace temp table memberships as "
+        "select memberships.url_id, coalesce(assignments.center, memberships.cluster_id) as cluster_id "
+        "from memberships left join assignments on memberships.cluster_id = assignments.node"
+    ).fetchall()
+
+
+def _exact_merges(con: duckdb.DuckDBPyConnection, work: Path, params: HierarchyParams) -> None:
+    """Every pair with exact weighted Jaccard >= t of the flattened bags (what --verify measures): an edge."""
+    from lshsql.evaluate import TRUTH_SQL, register_flattened_bags
+
+    n_urls = db.scalar(con, "select count(*) from signatures")
+    if n_urls > MAX_EXACT_URLS:
+        raise InputError(
+            f"{n_urls} documents: the exact single-link reference is for at most {MAX_EXACT_URLS:,}"
+        )
+    register_flattened_bags(con, Path(pipeline.input_paths(work, "bags")))
+    sqlfiles.to_table(con, sqlfiles.load(TRUTH_SQL), {"threshold": params.threshold}, "truth")
+    con.execute(
+        "insert into all_merges select cast(null as integer), $t, u_id, v_id, u_id, v_id, jaccard from truth",
+        {"t": params.threshold},
+    ).fetchall()
+
+
+def cut(
+    work: str | Path, threshold: float, resources: db.Resources | None = None, out: str | Path | None = None
+) -> tuple[Path, dict]:
+    """Flat clusters of the cluster tree at a similarity threshold (sql/85_cut.sql) into DIR/cut.parquet:
+    exactly the single-link clusters of the merges with similarity >= threshold. Returns the path and counts.
+    """
+    work = Path(work)
+    entry = manifest.read(work)["stages"].get("hierarchy")
+    if not entry or not (work / "cluster_tree.parquet").exists():
+        raise InputError(f"{work}: no cluster tree; run `lshsql hierarchy --work {work}` first")
+    if not 0 < threshold <= 1:
+        raise ParamError(f"threshold must be in (0, 1], got {threshold}")
+    built_at = entry["params"]["threshold"]
+    if threshold < built_at:
+        raise ParamError(
+            f"the tree holds merges of similarity >= {built_at} only; cut at {built_at} or above, or rebuild "
+            f"it with `lshsql hierarchy --threshold {threshold}`"
+        )
+    out = Path(out) if out else work / "cut.parquet"
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    with db.connect(resources) as con:
+        sqlfiles.register_inputs(con, {r: str(work / f"{r}.parquet") for r in ("cluster_tree", "urls")})
+        rows = tree.cut(con, threshold, out)
+        clusters, largest, singletons = con.execute(
+            "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) "
+            "from read_parquet($p)",
+            {"p": str(out)},
+        ).fetchall()[0]
+    counts = {"rows": rows, "clusters": clusters, "largest_cluster": largest or 0, "singletons": singletons}
+    manifest.record_stage(work, "cut", {"threshold": threshold, "path": str(out), **counts})
+    return out, counts

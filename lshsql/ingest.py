@@ -1,0 +1,361 @@
+"""Stage `ingest`: plain documents -> the work-folder tables `extract` writes, plus DIR/labels.parquet.
+
+Documents (JSON Lines, Parquet, Reuters-21578 SGML; documents.py) take the place of pages: a document's id
+is its url, its text one 'content' fragment and its title one 'title' fragment, so `lshsql run --work DIR`
+works unchanged afterwards. The machinery is extract's: worker processes normalize batches into raw
+Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs and write ordered, byte-identical tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lshsql import db, manifest, schemas
+from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
+from lshsql.errors import InputError, ParamError
+from lshsql.extract import RAW_TABLES, Progress, _finalize, _inputs, _normalizer, _result, _Rows
+from lshsql.text import LANGUAGES, TextOptions, shingles, words
+
+TABLES = (*RAW_TABLES, "labels")
+LABELS_RAW = pa.schema([("record_id", pa.int64()), ("url", pa.string()), ("label", pa.string())])
+LABELS_SQL = """
+copy (
+    select labels_raw.url, labels_raw.label
+    from read_parquet($raw) as labels_raw
+    inner join read_parquet($pages) as pages on labels_raw.record_id = pages.record_id
+    where pages.skip_reason is null
+    order by labels_raw.url, labels_raw.label
+) to $out (format parquet, compression zstd)
+"""
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """How `ingest` reads documents and turns their words into terms (the same text options as extract)."""
+
+    format: str = "auto"
+    id_column: str = "id"
+    text_column: str = "text"
+    shingle: int | None = None
+    limit: int | None = None
+    require_label: bool = False
+    language: str = "en"
+    stem: bool = True
+    stopwords: bool = True
+    extra_stopwords: frozenset[str] = frozenset()
+    buckets: int = 16
+    batch_records: int = 256
+
+    def __post_init__(self) -> None:
+        """Raise ParamError with a one-line message for the first bad parameter."""
+        checks = [
+            (self.format in FORMATS, f"unknown format '{self.format}' (choose {', '.join(FORMATS)})"),
+            (bool(self.id_column) and bool(self.text_column), "id and text columns must be named"),
+            (self.id_column != self.text_column, f"id and text column are both '{self.id_column}'"),
+            (self.shingle is None or _whole(self.shingle, 1), f"shingle must be >= 1, got {self.shingle}"),
+            (self.limit is None or _whole(self.limit, 1), f"limit must be >= 1, got {self.limit}"),
+            (
+                self.language in LANGUAGES,
+                f"unknown language '{self.language}' (choose {', '.join(LANGUAGES)})",
+            ),
+            (1 <= self.buckets <= 4096, f"buckets must be in 1..4096, got {self.buckets}"),
+            (self.batch_records > 0, "batch size must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ParamError(message)
+
+    def text_options(self) -> TextOptions:
+        """The normalization extract would use with the same options."""
+        return TextOptions(self.language, self.stem, self.stopwords, self.extra_stopwords)
+
+    def to_json(self) -> dict:
+        """Parameters for the manifest (the extra stopwords as count and digest)."""
+        data = asdict(self)
+        stop = sorted(self.extra_stopwords)
+        data["extra_stopwords"] = {
+            "n": len(stop),
+            "sha256": hashlib.sha256("\n".join(stop).encode()).hexdigest(),
+        }
+        return data
+
+
+def _whole(value: object, least: int) -> bool:
+    """value is an int (not a bool) of at least `least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """Counts of one ingest: every record read is a used document or a skip with its reason."""
+
+    work: Path
+    records_read: int
+    pages_used: int  # documents used; named as in extract's summary so `lshsql info` reads it
+    skipped: dict[str, int]
+    text_bytes: int
+    fragments: dict[str, int]
+    urls_described: int
+    labels: int
+    labelled_documents: int
+    distinct_labels: int
+    seconds: float = 0.0
+    files: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """The summary `lshsql ingest` prints."""
+        mb = self.text_bytes / 1e6
+        rate = mb / self.seconds if self.seconds else 0.0
+        return [
+            f"files read:      {len(self.files)}",
+            f"records read:    {self.records_read} = {self.pages_used} documents used + "
+            f"{sum(self.skipped.values())} skipped",
+            *(f"  skipped {reason}: {n}" for reason, n in sorted(self.skipped.items())),
+            "fragments:       " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.fragments.items())),
+            f"labels:          {self.labels} rows, {self.distinct_labels} distinct, "
+            f"on {self.labelled_documents} documents",
+            f"URLs described:  {self.urls_described}",
+            f"time:            {self.seconds:.2f} s, {mb:.1f} MB of text, {rate:.1f} MB/s",
+            f"output:          {self.work}/pages.parquet, links.parquet, fragments/, labels.parquet",
+        ]
+
+
+def ingest(
+    paths: list[str],
+    work: str | Path,
+    params: IngestParams = IngestParams(),
+    resources: db.Resources | None = None,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Turn documents into `work`'s pages, (empty) links, fragments and labels tables.
+
+    Args:
+        paths: JSON Lines / Parquet files (id, text, optional title, label or labels), Reuters-21578 .sgm
+            files, folders of them or globs.
+        work: output folder (created).
+        params: how to read and normalize; resources: DuckDB memory/threads and worker processes.
+        progress: called with (records read, characters of text read) after each batch.
+
+    Example:
+        >>> summary = ingest(["docs.jsonl"], "work")  # doctest: +SKIP
+        >>> summary.pages_used  # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    sources = resolve_documents(paths, params.format)
+    work = Path(work)
+    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    raw_dir = work / "tmp" / "ingest"
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    raw_dir.mkdir(parents=True)
+    n_read = _normalize_all(sources, params, resources.threads, raw_dir, progress)
+    if n_read == 0:
+        raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
+    with db.connect(resources) as con:
+        counts = _finalize(con, raw_dir, work, params.buckets)
+        labels = _write_labels(con, raw_dir, work)
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    summary = IngestSummary(
+        work=work,
+        records_read=counts.records_read,
+        pages_used=counts.pages_used,
+        skipped=counts.skipped,
+        text_bytes=counts.html_bytes,
+        fragments=counts.fragments,
+        urls_described=counts.urls_described,
+        labels=labels[0],
+        labelled_documents=labels[1],
+        distinct_labels=labels[2],
+        seconds=time.perf_counter() - started,
+        files=[s.path for s in sources],
+    )
+    _record(work, sources, params, summary)
+    if summary.pages_used == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
+        raise InputError(f"no usable document among {summary.records_read} records ({reasons})")
+    return summary
+
+
+def ingest_if_changed(
+    paths: list[str],
+    work: str | Path,
+    params: IngestParams = IngestParams(),
+    resources: db.Resources | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> IngestSummary | None:
+    """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
+    entry = manifest.read(work)["stages"].get("extract", {})
+    same = entry.get("fingerprint") == fingerprint(resolve_documents(paths, params.format), params)
+    outputs = all((Path(work) / name).exists() for name in ("pages.parquet", "labels.parquet"))
+    if same and outputs and not force:
+        return None
+    return ingest(paths, work, params, resources, progress)
+
+
+# --- reading and normalizing ------------------------------------------------------------------------
+
+
+def _normalize_all(
+    sources: list[DocSource], params: IngestParams, workers: int, raw_dir: Path, progress: Progress | None
+) -> int:
+    """Normalize every document into the raw tables (workers in parallel); returns the records read."""
+    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", _raw_schema(t)) for t in TABLES}
+    _normalizer(params.text_options())  # NLTK imported once here: forked workers inherit it
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pending: deque[Future | tuple] = deque()
+    n_read = n_chars = 0
+    try:
+        for batch, skipped in _batches(sources, params):
+            n_read += len(batch) + len(skipped)
+            n_chars += sum(len(doc.text or "") for _, doc in batch)
+            if skipped:
+                _write(writers, _skipped_rows(skipped))
+            if batch:
+                pending.append(
+                    pool.submit(normalize_batch, batch, params) if pool else normalize_batch(batch, params)
+                )
+            while len(pending) > 2 * workers:
+                _write(writers, _result(pending.popleft()))
+            if progress:
+                progress(n_read, n_chars)
+        while pending:
+            _write(writers, _result(pending.popleft()))
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+        for writer in writers.values():
+            writer.close()
+    return n_read
+
+
+def _raw_schema(table: str) -> pa.Schema:
+    return LABELS_RAW if table == "labels" else schemas.raw_schema(table)
+
+
+def _write(writers: dict[str, pq.ParquetWriter], batches: tuple[pa.RecordBatch, ...]) -> None:
+    for table, batch in zip(TABLES, batches, strict=True):
+        if batch.num_rows:
+            writers[table].write_batch(batch)
+
+
+def _batches(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[list, list]]:
+    """Group records into (documents to normalize, documents skipped), each with its record_id. The limit
+    and --require-label are applied here, in input order, so the choice does not depend on the workers."""
+    batch: list[tuple[int, Document]] = []
+    skipped: list[tuple[int, Document, int]] = []  # (record_id, document without its text, n_bytes)
+    size = used = 0
+    for file_no, source in enumerate(sources):
+        for record_no, doc in enumerate(iter_documents(source, params.id_column, params.text_column)):
+            record_id = (file_no << 32) | record_no
+            reason = doc.skip_reason
+            if reason is None and params.require_label and not doc.labels:
+                reason = "no_label"
+            elif reason is None and params.limit is not None and used >= params.limit:
+                reason = "over_limit"
+            if reason:
+                skipped.append((record_id, replace(doc, text=None, skip_reason=reason), _n_bytes(doc)))
+            else:
+                used += 1
+                batch.append((record_id, doc))
+                size += len(doc.text or "")
+            if len(batch) >= params.batch_records or size >= 32 * 2**20 or len(skipped) >= 4096:
+                yield batch, skipped
+                batch, skipped, size = [], [], 0
+    if batch or skipped:
+        yield batch, skipped
+
+
+def _n_bytes(doc: Document) -> int:
+    return len(doc.text.encode("utf-8")) if doc.text else 0
+
+
+def _skipped_rows(items: list[tuple[int, Document, int]]) -> tuple[pa.RecordBatch, ...]:
+    pages = _Rows("pages")
+    for record_id, doc, n_bytes in items:
+        _add_page(pages, record_id, doc, n_bytes)
+    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch(), _labels_batch([])
+
+
+def normalize_batch(items: list[tuple[int, Document]], params: IngestParams) -> tuple[pa.RecordBatch, ...]:
+    """Terms of a batch of documents (in a worker process): raw pages, links (none), fragments, labels."""
+    normalize = _normalizer(params.text_options())
+    pages, fragments = _Rows("pages"), _Rows("fragments")
+    labels: list[tuple[int, str, str]] = []
+    for record_id, doc in items:
+        _add_page(pages, record_id, doc, _n_bytes(doc))
+        for kind, text in (("content", doc.text), ("title", doc.title)):
+            if text:
+                terms = normalize(words(text))
+                if params.shingle:
+                    terms = shingles(terms, params.shingle)
+                fragments.add_fragment(record_id, doc.id, kind, doc.id, 0, terms, params.buckets)
+        labels.extend((record_id, doc.id, label) for label in doc.labels)
+    return pages.batch(), _Rows("links").batch(), fragments.batch(), _labels_batch(labels)
+
+
+def _add_page(pages: _Rows, record_id: int, doc: Document, n_bytes: int) -> None:
+    pages.add(
+        record_id=record_id,
+        url=doc.id,
+        record_type=doc.record_type,
+        warc_date=None,
+        status=None,
+        content_type=None,
+        encoding=doc.encoding,
+        n_bytes=n_bytes,
+        title=doc.title,
+        n_out_links=None,
+        source_file=doc.source_file,
+        source_offset=doc.source_offset,
+        skip_reason=doc.skip_reason,
+    )
+
+
+def _labels_batch(rows: list[tuple[int, str, str]]) -> pa.RecordBatch:
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], []]
+    return pa.RecordBatch.from_arrays(columns, schema=LABELS_RAW)
+
+
+# --- finishing ----------------------------------------------------------------------------------------
+
+
+def _write_labels(con, raw_dir: Path, work: Path) -> tuple[int, int, int]:
+    """DIR/labels.parquet of the used documents (duplicate ids resolved); (rows, documents, distinct)."""
+    out = work / "labels.parquet"
+    params = {"raw": str(raw_dir / "labels.parquet"), "pages": str(work / "pages.parquet"), "out": str(out)}
+    con.execute(LABELS_SQL, params).fetchall()
+    schemas.validate(out, "labels")
+    query = "select count(*), count(distinct url), count(distinct label) from read_parquet($p)"
+    rows, documents, distinct = con.execute(query, {"p": str(out)}).fetchall()[0]
+    return rows, documents, distinct
+
+
+def fingerprint(sources: list[DocSource], params: IngestParams) -> str:
+    """What the ingest output depends on: the parameters and each input's path, format, size and mtime."""
+    data = {"kind": "documents", "params": params.to_json(), "inputs": _inputs(sources)}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _record(work: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary) -> None:
+    """The manifest's 'extract' entry, as extract writes it, marked kind 'documents'."""
+    counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
+    entry = {
+        "fingerprint": fingerprint(sources, params),
+        "kind": "documents",
+        "params": params.to_json(),
+        "inputs": _inputs(sources),
+        "counts": counts,
+        "seconds": round(summary.seconds, 3),
+    }
+    manifest.record_stage(work, "extract", entry)
