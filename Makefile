@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-kernel bench-scale clean
+.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-kernel bench-scale bench-reuters clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -42,7 +42,7 @@ $(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
 	@touch $@
 
-bench: bench-extract bench-peers bench-kernel bench-scale  ## All benchmarks -> bench/RESULTS.md (about 1.5 h on 2 cores)
+bench: bench-extract bench-peers bench-kernel bench-scale bench-reuters  ## All benchmarks -> bench/RESULTS.md (about 1.5 h on 2 cores)
 
 bench-extract: install  ## Extraction pages/s and MB/s on the largest shared crawl, 5 runs
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
@@ -55,6 +55,9 @@ bench-kernel: install  ## The min-hash stage against a bare numpy kernel, 3 runs
 
 bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB, 8GB): time, RSS, spill
 	$(BIN)/python bench/scale.py --sizes 100000,1000000,10000000 --memory-limit 4GB,4GB,8GB --out bench/RESULTS.md
+
+bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, all docs: time, F-measure
+	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --headline-cut 0.25 --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches
 	rm -rf $(VENV) work .pytest_cache .ruff_cache

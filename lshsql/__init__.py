@@ -5,10 +5,13 @@ The stages run in this order; each reads the previous one's Parquet output in th
     ingest   documents -> pages, fragments, labels (instead of extract: JSON Lines, Parquet, Reuters SGML)
     run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> element_hashes
              -> signatures -> candidates -> pairs -> clusters   (sql/10..62, see pipeline.STAGES)
+    hierarchy  signatures -> merges -> cluster_tree   (LSH single link, sql/80..81; cut: sql/85)
 
 The public API is imported lazily, so `lshsql --help` does not pay for DuckDB, Arrow and lxml.
 """
 
+import sys
+import types
 from importlib import import_module
 
 __version__ = "0.1.0"
@@ -29,6 +32,10 @@ _API = {
     "write_report": "lshsql.report",
     "plan": "lshsql.plan",
     "evaluate": "lshsql.evaluate",
+    "score_clusters": "lshsql.evaluate",
+    "hierarchy": "lshsql.hierarchy",
+    "HierarchyParams": "lshsql.hierarchy",
+    "cut": "lshsql.hierarchy",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "IngestParams": "lshsql.ingest",
@@ -48,3 +55,17 @@ def __getattr__(name: str):
     if name in _API:
         return getattr(import_module(_API[name]), name)
     raise AttributeError(f"module 'lshsql' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """Importing the submodule lshsql.extract would bind the name lshsql.extract to the module, so a
+    notebook's second call of lshsql.extract(...) would fail: names of the API stay the functions.
+    The modules themselves are in sys.modules (importlib.import_module("lshsql.extract"))."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _API and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -610,8 +610,15 @@ def hierarchy(
         float, typer.Option(help="t: a pair of clusters merges when two of their documents reach it.")
     ] = 0.3,
     r_start: Annotated[int, typer.Option(help="Band size (rows) of the first level.")] = 20,
-    r_min: Annotated[int, typer.Option(help="Band size of the last level.")] = 3,
-    delta: Annotated[int, typer.Option(help="The band size shrinks by this from level to level.")] = 1,
+    r_min: Annotated[int, typer.Option(help="Band size of the last level.")] = 2,
+    delta: Annotated[int, typer.Option(help="The band size shrinks by this from level to level.")] = 2,
+    level_thresholds: Annotated[
+        bool,
+        typer.Option(
+            "--level-thresholds/--one-threshold",
+            help="A level of b bands of r rows merges pairs >= max(t, (1/b)^(1/r)); the last takes all >= t.",
+        ),
+    ] = True,
     method: Annotated[
         str, typer.Option(help="lsh, or exact: single link over every exact pair >= t (small corpora).")
     ] = "lsh",
@@ -641,7 +648,7 @@ def hierarchy(
 
     given = {"weighting": weighting, "min_df": min_df, "max_df": max_df, "scale": scale}
     given |= {"num_perm": num_perm, "seed": seed}
-    params = HierarchyParams(threshold, r_start, r_min, delta, method, verify, max_bucket)
+    params = HierarchyParams(threshold, r_start, r_min, delta, method, verify, max_bucket, level_thresholds)
     summary = build(
         work, params, _params(work, given), _resources(work, threads, memory_limit), log=_say(quiet)
     )

@@ -38,11 +38,12 @@ class HierarchyParams:
 
     threshold: float = 0.3
     r_start: int = 20
-    r_min: int = 3
-    delta: int = 1
+    r_min: int = 2
+    delta: int = 2
     method: str = "lsh"
     verify: bool = True
     max_bucket: int = 1000
+    level_thresholds: bool = True
 
     def __post_init__(self) -> None:
         checks = [
@@ -62,6 +63,16 @@ class HierarchyParams:
         if self.method == "exact":
             return []
         return list(range(min(self.r_start, num_perm), self.r_min - 1, -self.delta))
+
+    def level_threshold(self, r: int, num_perm: int) -> float:
+        """The similarity a pair needs at band size r: t, or with level_thresholds the S-curve's midpoint
+        (1/b)^(1/r) of the level's b bands when higher (Koga et al.'s radius growing phase by phase), so
+        the most similar pairs merge first and the dendrogram's heights follow exact single link's (a pair
+        merged early at a low similarity would hide the closer pair of its two clusters). The last level
+        takes every pair >= t."""
+        if not self.level_thresholds or r == self.levels(num_perm)[-1]:  # the last level takes all >= t
+            return self.threshold
+        return max(self.threshold, (1 / (num_perm // r)) ** (1 / r))
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -180,9 +191,8 @@ def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_
     """One round: candidates of this band size, pairs reaching t, their merges, the new memberships."""
     started = time.perf_counter()
     m = run_params.num_perm
-    level_params = replace(
-        run_params, k=r, l=m // r, banding=True, threshold=params.threshold, verify=params.verify
-    )
+    threshold = params.level_threshold(r, m)
+    level_params = replace(run_params, k=r, l=m // r, banding=True, threshold=threshold, verify=params.verify)
     context = pipeline.template_context(level_params)
     candidates = sqlfiles.to_table(
         con,
@@ -196,12 +206,12 @@ def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_
         pairs_params = {
             "min_agree": level_params.min_agree,
             "num_perm": m,
-            "threshold": params.threshold,
+            "threshold": threshold,
         }
         pairs = sqlfiles.to_table(con, sqlfiles.load("50_pairs.sql"), pairs_params, "level_pairs", context)
     if pairs:
         merges = sqlfiles.to_table(
-            con, sqlfiles.load("81_merges.sql"), {"level": r, "threshold": params.threshold}, "level_merges"
+            con, sqlfiles.load("81_merges.sql"), {"level": r, "threshold": threshold}, "level_merges"
         )
         con.execute("insert into all_merges select * from level_merges").fetchall()
         _merge_clusters(con)
@@ -209,6 +219,7 @@ def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_
     return {
         "r": r,
         "bands": m // r,
+        "threshold": round(threshold, 4),
         "candidates": candidates,
         "pairs": pairs,
         "merges": merges,
@@ -279,4 +290,5 @@ def cut(
         ).fetchall()[0]
     counts = {"rows": rows, "clusters": clusters, "largest_cluster": largest or 0, "singletons": singletons}
     manifest.record_stage(work, "cut", {"threshold": threshold, "path": str(out), **counts})
+    pipeline.write_catalog(work)
     return out, counts

@@ -542,7 +542,8 @@ RUNNERS = {
     "clusters": _run_clusters,
 }
 
-CATALOG_RELATIONS = ("pages", "links", "fragments", *STAGE_NAMES)
+# labels from ingest; merges, cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`
+CATALOG_RELATIONS = ("pages", "links", "fragments", *STAGE_NAMES, "labels", "merges", "cluster_tree", "cut")
 
 
 def write_catalog(work: Path) -> Path:

@@ -46,3 +46,14 @@ def test_walkthrough_queries_run_on_the_example_crawl(tmp_path, monkeypatch):
     with duckdb.connect() as con:
         for query in queries:
             assert con.execute(query).fetchall(), query
+
+
+def test_api_names_stay_functions_after_their_modules_are_imported():
+    import importlib
+
+    import lshsql
+
+    for name in ("extract", "evaluate", "ingest", "hierarchy", "plan"):
+        importlib.import_module(f"lshsql.{name}")
+        for _ in range(2):  # as a notebook's first and second call
+            assert callable(getattr(lshsql, name)) and getattr(lshsql, name).__name__ == name

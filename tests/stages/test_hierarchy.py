@@ -22,11 +22,24 @@ RESOURCES = db.Resources(memory_limit="1GB", threads=2)
 def test_levels_shrink_from_r_start_to_r_min():
     assert HierarchyParams(r_start=10, r_min=4, delta=2).levels(80) == [10, 8, 6, 4]
     assert HierarchyParams(r_start=9, r_min=4, delta=2).levels(80) == [9, 7, 5]
-    assert HierarchyParams(r_start=100, r_min=79).levels(80) == [80, 79]  # one band of all m rows at most
+    assert HierarchyParams(r_start=100, r_min=79, delta=1).levels(80) == [
+        80,
+        79,
+    ]  # one band of m rows at most
     assert HierarchyParams(method="exact").levels(80) == []
     for bad in ({"r_min": 0}, {"r_start": 2, "r_min": 3}, {"delta": 0}, {"threshold": 0}, {"method": "x"}):
         with pytest.raises(ParamError):
             HierarchyParams(**bad)
+
+
+def test_level_thresholds_follow_the_s_curve_midpoint_and_end_at_t():
+    params = HierarchyParams(threshold=0.3, r_start=20, r_min=2, delta=2)
+    # r = 20: 4 bands, (1/4)^(1/20) = 0.933; r = 4: 20 bands, (1/20)^(1/4) = 0.473; the last level: t
+    assert params.level_threshold(20, 80) == pytest.approx(0.25**0.05)
+    assert params.level_threshold(4, 80) == pytest.approx(0.05**0.25)
+    assert params.level_threshold(2, 80) == 0.3  # (1/40)^(1/2) = 0.158 < t anyway
+    assert HierarchyParams(threshold=0.3, r_min=3, delta=1).level_threshold(3, 80) == 0.3  # 0.337, but last
+    assert HierarchyParams(threshold=0.3, level_thresholds=False).level_threshold(20, 80) == 0.3
 
 
 def test_candidates_of_a_level_pair_one_representative_per_cluster():
@@ -222,3 +235,38 @@ def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path):
         failed = lshsql(*args)
         assert failed.returncode != 0 and failed.stderr.count("\n") == 1, failed.stderr
         assert failed.stderr.startswith("lshsql: error: ") and message in failed.stderr
+
+
+def test_tree_and_cut_are_in_the_work_folder_catalog(planted):
+    from lshsql.explore import query
+
+    root, bags = planted
+    work = root / "work"
+    hierarchy(work, HierarchyParams(threshold=0.3, r_start=12, r_min=3, delta=3), resources=RESOURCES)
+    cut(work, 0.3, RESOURCES)
+    result = query(
+        work,
+        "select (select count(*) from cut), (select count(*) from cluster_tree where is_leaf), (select count(*) > 0 from merges)",
+    )
+    assert result.rows == [(len(bags), len(bags), True)]
+
+
+@pytest.mark.slow
+def test_reuters_1000_lsh_single_link_tracks_exact_single_link(tmp_path):
+    """The first 1,000 labelled Reuters stories (bench/reuters.py's smallest row): the LSH tree cut at 0.25
+    scores within 2 points of F of exact single-link's, with about as many clusters."""
+    from lshsql.ingest import IngestParams, ingest
+    from tests.conftest import shared
+
+    ingest([str(shared("reuters21578"))], tmp_path, IngestParams(limit=1000, require_label=True), RESOURCES)
+    pipeline_params = Params(weighting="none")
+    scores = {}
+    for method in ("exact", "lsh"):
+        hierarchy(tmp_path, HierarchyParams(threshold=0.25, method=method), pipeline_params, RESOURCES)
+        path, counts = cut(tmp_path, 0.25, RESOURCES)
+        scores[method] = {**score_clusters(path, tmp_path / "labels.parquet", RESOURCES), **counts}
+    exact, lsh = scores["exact"], scores["lsh"]
+    assert exact["multi_label"] and exact["urls"] == 1000
+    assert (exact["clusters"], round(exact["pairwise_f"], 3)) == (523, 0.708)
+    assert (lsh["clusters"], round(lsh["pairwise_f"], 3)) == (525, 0.692)
+    assert lsh["pairwise_precision"] > 0.99 and abs(lsh["pairwise_f"] - exact["pairwise_f"]) < 0.02
