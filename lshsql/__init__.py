@@ -4,7 +4,8 @@ The stages run in this order; each reads the previous one's Parquet output in th
     extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
     ingest   documents -> pages, fragments, labels (instead of extract: JSON Lines, Parquet, Reuters SGML)
     run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> element_hashes
-             -> signatures -> candidates -> pairs -> clusters   (sql/10..62, see pipeline.STAGES)
+             -> signatures -> candidates -> pairs -> clusters -> cluster_labels   (sql/10..63, see
+             pipeline.STAGES; extract keeps surface_forms, the words behind the stems, for the labels)
     hierarchy  signatures -> merges -> cluster_tree   (LSH single link, sql/80..81; cut: sql/85)
 
 The public API is imported lazily, so `lshsql --help` does not pay for DuckDB, Arrow and lxml.
@@ -27,6 +28,7 @@ _API = {
     "choose_kl": "lshsql.params",
     "related": "lshsql.explore",
     "top_clusters": "lshsql.explore",
+    "cluster_labels": "lshsql.explore",
     "query": "lshsql.explore",
     "info": "lshsql.explore",
     "write_report": "lshsql.report",
@@ -36,6 +38,10 @@ _API = {
     "hierarchy": "lshsql.hierarchy",
     "HierarchyParams": "lshsql.hierarchy",
     "cut": "lshsql.hierarchy",
+    "cluster_members": "lshsql.show",
+    "stored_html": "lshsql.show",
+    "mirrors": "lshsql.mirrors",
+    "likely_mirrors": "lshsql.mirrors",
     "ExtractParams": "lshsql.extract",
     "ExtractSummary": "lshsql.extract",
     "IngestParams": "lshsql.ingest",

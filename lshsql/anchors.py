@@ -68,6 +68,7 @@ class Page:
     links: list[Link]
     words: list[str]
     encoding: str
+    canonical_url: str | None = None  # <link rel="canonical">, when valid and not the page's own URL
 
 
 def sniff_skip_reason(body: bytes) -> str | None:
@@ -109,10 +110,11 @@ def parse_page(
     root = _parse(text)
     base = _base_url(root, url)
     title = _title(root)
+    canonical = _canonical_url(root, url, base, url_options)  # before _linearize drops the head
     parts, spans = _linearize(root)
     offsets, words = _tokenize(parts)
     links = [_link(href, i, j, parts, offsets, words, window, base, url_options) for href, i, j in spans]
-    return Page(title, words_of(title), links, words if content else [], encoding)
+    return Page(title, words_of(title), links, words if content else [], encoding, canonical)
 
 
 def _parse(text: str) -> etree._Element:
@@ -140,6 +142,19 @@ def _base_url(root: etree._Element, url: str) -> str:
             except urls.UrlError:
                 return url
     return url
+
+
+def _canonical_url(root: etree._Element, url: str, base: str, url_options: urls.UrlOptions) -> str | None:
+    """The target of the head's first `<link rel="canonical">` (rel tokens case-insensitive), resolved like
+    a link and canonicalized; None when there is none, it is not a valid web URL, or it is the page itself."""
+    head = root.find("head")
+    if head is None:
+        return None
+    for link in head.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split():
+            target, _ = _target(link.get("href") or "", base, url_options)
+            return target if target != url else None
+    return None
 
 
 def _title(root: etree._Element) -> str:

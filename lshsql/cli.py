@@ -61,6 +61,15 @@ Bags = Annotated[
 ]
 Threshold = Annotated[float | None, typer.Option(help="Keep pairs agreeing on this fraction of min-hashes.")]
 Weighting = Annotated[str | None, typer.Option(help="tfidf, tf or none (sets; or the bags' own weights).")]
+Unit = Annotated[
+    str | None, typer.Option(help="What a bag describes: url, host or domain (registered domain) [url].")
+]
+Aliases = Annotated[
+    bool | None,
+    typer.Option(
+        "--aliases/--no-aliases", help="Fragments of redirects and rel=canonical aliases describe the target."
+    ),
+]
 MinDf = Annotated[int | None, typer.Option(help="Drop terms in fewer URLs [default: 2; 1 with --bags].")]
 MaxDf = Annotated[
     float | None, typer.Option(help="Drop terms in more than this fraction of URLs [0.5; 1.0].")
@@ -173,8 +182,8 @@ def _extract_params(**options):
 
 
 PIPELINE_OPTIONS = (
-    "threshold", "weighting", "min_df", "max_df", "scale", "num_perm", "signature_bytes", "k", "l",
-    "banding", "seed", "max_bucket", "verify", "clustering",
+    "unit", "aliases", "threshold", "weighting", "min_df", "max_df", "scale", "num_perm", "signature_bytes",
+    "k", "l", "banding", "seed", "max_bucket", "verify", "clustering",
 )  # fmt: skip
 
 
@@ -376,6 +385,8 @@ def run(
     crawl: Crawl = None,
     work: Work = Path("work"),
     bags: Bags = None,
+    unit: Unit = None,
+    aliases: Aliases = None,
     threshold: Threshold = None,
     weighting: Weighting = None,
     min_df: MinDf = None,
@@ -435,6 +446,8 @@ def stage(
     name: Annotated[str, typer.Argument(help="The stage to run on the tables already in the work folder.")],
     work: Work = Path("work"),
     bags: Bags = None,
+    unit: Unit = None,
+    aliases: Aliases = None,
     threshold: Threshold = None,
     weighting: Weighting = None,
     min_df: MinDf = None,
@@ -490,10 +503,11 @@ def clusters(
     work: Work = Path("work"),
     limit: Annotated[int, typer.Option(help="How many clusters, largest first.")] = 10,
     members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
-    terms: Annotated[int, typer.Option(help="Top terms shown per cluster.")] = 8,
+    terms: Annotated[int, typer.Option(help="Top terms shown per cluster, as readable words (<= 10).")] = 8,
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
 ) -> None:
-    """The largest clusters with their first members and top terms.
+    """The largest clusters with their first members and top terms (cluster_labels: the heaviest terms by
+    summed TF-IDF, each shown as the word most often written for it).
 
     Example: lshsql clusters --work work --limit 5
     """
@@ -687,6 +701,32 @@ def cut(
 
 
 @app.command()
+def environment(
+    site: Annotated[str, typer.Argument(help="A host (docs.python.org) or registered domain (python.org).")],
+    work: Work = Path("work"),
+    threshold: Annotated[float, typer.Option(help="Similarity at which two domains' bags pair.")] = 0.2,
+    clustering: Annotated[str, typer.Option(help="center or components.")] = "center",
+    members: Annotated[int, typer.Option(help="Domains shown per cluster.")] = 8,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    quiet: Quiet = False,
+) -> None:
+    """The external web environment of a site: the domains it links to and those citing it, with counts of
+    links and pages, clustered by the anchor text the whole crawl uses for them (one bag per registered
+    domain) and labelled by their heaviest terms. Written to DIR/environment/SITE/.
+
+    Example: lshsql environment docs.python.example --work work/crawl
+    """
+    from lshsql.environment import environment as describe
+    from lshsql.params import Params
+
+    params = Params(threshold=threshold, clustering=clustering)
+    result = describe(work, site, params, _resources(work, threads, memory_limit), log=_say(quiet))
+    for line in result.lines(members):
+        typer.echo(line)
+
+
+@app.command()
 def report(
     work: Work = Path("work"),
     out: Annotated[
@@ -701,6 +741,87 @@ def report(
     from lshsql.report import write_report
 
     typer.echo(str(write_report(work, out)))
+
+
+ClusterSource = Annotated[
+    str, typer.Option("--from", help="clusters (DIR/clusters.parquet) or cut (DIR/cut.parquet, lshsql cut).")
+]
+
+
+def _from_cut(source: str) -> bool:
+    from lshsql.errors import ParamError
+
+    if source not in ("clusters", "cut"):
+        raise ParamError(f"--from must be clusters or cut, got '{source}'")
+    return source == "cut"
+
+
+@app.command()
+def show(
+    cluster: Annotated[
+        str, typer.Argument(help="A cluster: its center_id, the URL of its center or a member.")
+    ],
+    work: Work = Path("work"),
+    from_: ClusterSource = "clusters",
+    limit: Annotated[int | None, typer.Option(help="Members shown (in URL order) [all].")] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(help="Print the stored HTML of this member, read back from its crawl file, instead."),
+    ] = None,
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+) -> None:
+    """A cluster's members with their titles, in-degrees and the crawl file and offset each page was read
+    from; with --html URL, that member's page as stored in the crawl (printed as is).
+
+    Example: lshsql show https://docs.python.example/3.11/index.html --work work
+    """
+    from lshsql import show as shown
+
+    from_cut = _from_cut(from_)
+    if html is not None:
+        sys.stdout.write(shown.stored_html(work, html, cluster, from_cut))
+        sys.stdout.flush()
+        return
+    table = shown.cluster_members(work, cluster, from_cut, limit)
+    if format != "table":
+        _print_table(table, format)
+        return
+    typer.echo(shown.heading(table, work, from_cut))
+    _print_table(type(table)(table.columns[2:], [row[2:] for row in table.rows]), format)
+
+
+@app.command()
+def mirrors(
+    work: Work = Path("work"),
+    from_: ClusterSource = "clusters",
+    min_shared: Annotated[
+        int, typer.Option(help="Keep pairs of hosts sharing at least this many clusters of size >= 2.")
+    ] = 2,
+    min_jaccard: Annotated[
+        float, typer.Option(help="Print the pairs whose cluster sets have at least this Jaccard.")
+    ] = 0.5,
+    limit: Annotated[int | None, typer.Option(help="Pairs printed [all].")] = None,
+    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+) -> None:
+    """Host mirrors: page clusters aggregated to pairs of hosts (shared clusters, Jaccard of the hosts'
+    cluster sets). Writes every pair sharing --min-shared clusters to DIR/mirrors.parquet and prints the
+    likely mirrors, the pairs with Jaccard >= --min-jaccard.
+
+    Example: lshsql mirrors --work work --min-shared 2 --min-jaccard 0.5
+    """
+    from lshsql.mirrors import likely_mirrors
+    from lshsql.mirrors import mirrors as find_mirrors
+
+    path, counts = find_mirrors(work, _from_cut(from_), min_shared, _resources(work, threads, memory_limit))
+    table = likely_mirrors(work, min_jaccard, limit)
+    summary = (
+        f"{counts['rows']:,} pairs of hosts share >= {min_shared} clusters  ->  {path}; "
+        f"{len(table.rows):,}{' shown' if limit is not None else ''} with Jaccard >= {min_jaccard:g}"
+    )
+    typer.echo(summary, err=format != "table")
+    _print_table(table, format)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, manifest, urls
+from lshsql import db, labels, manifest, urls
 from lshsql.errors import InputError
 from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
 
@@ -70,11 +70,54 @@ def related(work: str | Path, url: str, limit: int = 20) -> Table:
 
 
 def top_clusters(work: str | Path, limit: int = 10, members: int = 5, terms: int = 8) -> Table:
-    """The largest clusters: size, center, first members and the terms that weigh most in them."""
+    """The largest clusters: size, center, the readable words of their labels (the terms that weigh most in
+    them, see cluster_labels) and their first members; a URL without a pair has no labels."""
     work = Path(work)
     _require(work, "clusters", "bags")
     with open_work(work) as con:
-        return _fetch(con, QUERIES["top_clusters"], {"limit": limit, "members": members, "terms": terms})
+        found = _fetch(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
+    words = cluster_labels(work, [row[2] for row in found.rows], n=terms)
+    rows = [
+        (size, center, " ".join(words[center_id]), shown) for size, center, center_id, shown in found.rows
+    ]
+    return Table(["size", "center", "top_terms", "members"], rows)
+
+
+def cluster_labels(
+    work: str | Path, center_ids: list[int] | None = None, from_cut: bool = False, n: int = 8
+) -> dict[int, list[str]]:
+    """The labels of clusters as readable words, heaviest first: {center_id: [word, ...]}, up to n each.
+
+    Read from DIR/cluster_labels.parquet (with from_cut, DIR/cut_labels.parquet of `lshsql cut`): the top
+    terms of each cluster of two or more URLs by summed TF-IDF, each shown as its most frequent surface
+    word. With center_ids, every id asked for is a key (an empty list for a singleton or an unknown id);
+    without, every cluster that has labels. A folder made before labels existed gets them computed from its
+    clusters (or cut), bags, terms and urls.
+
+    Example:
+        >>> cluster_labels("work/example", [3, 17], n=3)  # doctest: +SKIP
+        {3: ['tutorial', 'python', 'modules'], 17: []}
+    """
+    work = Path(work)
+    name, source = ("cut_labels", "cut") if from_cut else ("cluster_labels", "clusters")
+    path = output_path(work, name)
+    query = (
+        "select center_id, list(word order by rank) from {} where rank <= $n "
+        "and ($all or list_contains($ids, center_id)) group by center_id order by center_id"
+    )
+    params = {"n": n, "all": center_ids is None, "ids": [int(i) for i in center_ids or []]}
+    resources = db.Resources(memory_limit="2GB", threads=2, temp_directory=str(work / "tmp" / "duckdb"))
+    with db.connect(resources) as con:
+        if path.exists():
+            con.read_parquet(str(path)).create_view("label_rows", replace=True)
+        else:
+            _require(work, source, "bags", "terms", "urls")
+            labels.to_table(con, work, output_path(work, source), "label_rows")
+        rows = _fetch(con, query.format("label_rows"), params).rows
+    found = {int(center_id): list(words) for center_id, words in rows}
+    if center_ids is None:
+        return found
+    return {int(i): found.get(int(i), []) for i in center_ids}
 
 
 def query(work: str | Path, sql: str) -> Table:
@@ -129,23 +172,11 @@ QUERIES = {
             select clusters.center_id, clusters.url,
                    row_number() over (partition by clusters.center_id order by clusters.url) as rank
             from clusters inner join biggest on clusters.center_id = biggest.center_id
-        ),
-        terms_ranked as (
-            select clusters.center_id, terms.term, sum(bags.weight) as weight,
-                   row_number() over (
-                       partition by clusters.center_id order by sum(bags.weight) desc, terms.term
-                   ) as rank
-            from clusters
-            inner join biggest on clusters.center_id = biggest.center_id
-            inner join bags on bags.url_id = clusters.url_id
-            inner join terms on bags.term_hash = terms.term_hash
-            group by clusters.center_id, terms.term
         )
         select
             biggest.size,
             biggest.center,
-            (select string_agg(term, ' ' order by rank) from terms_ranked
-             where terms_ranked.center_id = biggest.center_id and rank <= $terms) as top_terms,
+            biggest.center_id,
             (select string_agg(url, ' ' order by rank) from members_ranked
              where members_ranked.center_id = biggest.center_id and rank <= $members) as members
         from biggest

@@ -28,9 +28,9 @@ from lshsql import db, manifest, schemas, sqlfiles, urls
 from lshsql.anchors import parse_page, sniff_skip_reason
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import Record, Source, iter_records, resolve_sources
-from lshsql.text import LANGUAGES, TextOptions, make_normalizer
+from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
 
-RAW_TABLES = ("pages", "links", "fragments")
+RAW_TABLES = ("pages", "links", "fragments", "surface_forms")
 Progress = Callable[[int, int], None]
 
 
@@ -98,6 +98,8 @@ class ExtractSummary:
     links_skipped: dict[str, int]
     fragments: dict[str, int]
     urls_described: int
+    aliases: dict[str, int] = field(default_factory=dict)  # url_aliases rows by kind
+    links_collapsed: int = 0  # links whose target is an alias
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)
 
@@ -115,8 +117,11 @@ class ExtractSummary:
             *(f"  link skipped {reason}: {n}" for reason, n in sorted(self.links_skipped.items())),
             "fragments:       " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.fragments.items())),
             f"URLs described:  {self.urls_described}",
+            f"URL aliases:     {sum(self.aliases.values())} ("
+            + ", ".join(f"{self.aliases.get(kind, 0)} {kind}" for kind in ("redirect", "canonical"))
+            + f"), {self.links_collapsed} links collapsed",
             f"time:            {self.seconds:.2f} s, {mb:.1f} MB of HTML, {rate:.1f} MB/s",
-            f"output:          {self.work}/pages.parquet, links.parquet, fragments/",
+            f"output:          {self.work}/pages.parquet, links.parquet, fragments/, url_aliases.parquet",
         ]
 
 
@@ -178,7 +183,7 @@ def _parse_all(
             n_read += len(batch) + len(skipped)
             n_bytes += sum(len(r.body) for _, r in batch)
             if skipped:
-                _write(writers, _skipped_rows(skipped))
+                _write(writers, _skipped_rows(skipped, params.url_options()))
             if batch:
                 pending.append(
                     pool.submit(parse_batch, batch, params) if pool else parse_batch(batch, params)
@@ -227,16 +232,21 @@ def _batches(sources: list[Source], params: ExtractParams) -> Iterator[tuple[lis
         yield batch, skipped
 
 
-def _skipped_rows(items: list[tuple[int, Record]]) -> tuple[pa.RecordBatch, ...]:
+def _skipped_rows(
+    items: list[tuple[int, Record]], url_options: urls.UrlOptions
+) -> tuple[pa.RecordBatch, ...]:
     pages = _Rows("pages")
     for record_id, record in items:
-        pages.add_page(record_id, record, _canonical_or_raw(record.url), record.skip_reason)
-    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch()
+        url = _canonical_or_raw(record.url, url_options)
+        redirect = _redirect_url(record, url_options)
+        pages.add_page(record_id, record, url, record.skip_reason, redirect_url=redirect)
+    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None)
 
 
 def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple[pa.RecordBatch, ...]:
-    """Parse a batch of pages (runs in a worker process); returns raw pages, links and fragments."""
-    normalize = _normalizer(params.text_options())
+    """Parse a batch of pages (runs in a worker process); returns raw pages, links, fragments and the
+    batch's surface forms (how often each word was normalized into each term)."""
+    normalize = SurfaceForms(params.text_options())
     url_options = params.url_options()
     pages, links, fragments = _Rows("pages"), _Rows("links"), _Rows("fragments")
     for record_id, record in items:
@@ -257,11 +267,20 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
             pages.add_page(record_id, record, url, "parse_error")
             continue
         n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
-        pages.add_page(record_id, record, url, None, page.title, page.encoding, n_out)
+        pages.add_page(
+            record_id, record, url, None, page.title, page.encoding, n_out, canonical_url=page.canonical_url
+        )
         fragments.add_fragment(record_id, url, "title", url, 0, normalize(page.title_words), params.buckets)
         if params.content:
             fragments.add_fragment(record_id, url, "content", url, 0, normalize(page.words), params.buckets)
-    return pages.batch(), links.batch(), fragments.batch()
+    return pages.batch(), links.batch(), fragments.batch(), surface_batch(normalize)
+
+
+def surface_batch(forms: SurfaceForms | None) -> pa.RecordBatch:
+    """The (term, word, n) rows a batch's SurfaceForms counted, as raw surface_forms (none for None)."""
+    rows = forms.rows() if forms is not None else []
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], []]
+    return pa.RecordBatch.from_arrays(columns, schema=schemas.raw_schema("surface_forms"))
 
 
 def _add_links(
@@ -299,13 +318,25 @@ def _normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
     return make_normalizer(options)
 
 
-def _canonical_or_raw(url: str | None) -> str | None:
+def _canonical_or_raw(url: str | None, url_options: urls.UrlOptions) -> str | None:
     if url is None:
         return None
     try:
-        return urls.canonicalize(url.strip("<> "))
+        return urls.canonicalize(url.strip("<> "), url_options)
     except urls.UrlError:
         return url
+
+
+def _redirect_url(record: Record, url_options: urls.UrlOptions) -> str | None:
+    """Where a redirect record points: its Location resolved against its URL and canonicalized like a link
+    target; None for other records, or when either URL cannot be canonicalized."""
+    if record.location is None or record.url is None:
+        return None
+    try:
+        url = urls.canonicalize(record.url.strip("<> "), url_options)
+        return urls.resolve(record.location, url, url_options)
+    except urls.UrlError:
+        return None
 
 
 def bucket_of(url: str, buckets: int) -> int:
@@ -346,6 +377,8 @@ class _Rows:
         title: str | None = None,
         encoding: str | None = None,
         n_out_links: int | None = None,
+        redirect_url: str | None = None,
+        canonical_url: str | None = None,
     ) -> None:
         self.add(
             record_id=record_id,
@@ -361,6 +394,8 @@ class _Rows:
             source_file=record.source_file,
             source_offset=record.source_offset,
             skip_reason=reason,
+            redirect_url=redirect_url,
+            canonical_url=canonical_url,
         )
 
     def add_fragment(
@@ -400,6 +435,13 @@ def _finalize(con, raw_dir: Path, work: Path, buckets: int) -> ExtractSummary:
     sqlfiles.materialize_partitioned(
         con, sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
     )
+    from lshsql import udf  # lsh_url_unit: a canonical link to another site is no alias
+
+    udf.register(con)
+    sqlfiles.register_inputs(con, {"links": str(work / "links.parquet")})
+    sqlfiles.materialize(con, sqlfiles.load("04_url_aliases.sql"), {}, work / "url_aliases.parquet")
+    schemas.validate(work / "url_aliases.parquet", "url_aliases")
+    sqlfiles.materialize(con, sqlfiles.load("05_surface_forms.sql"), {}, work / "surface_forms.parquet")
     return _count(con, work)
 
 
@@ -421,6 +463,10 @@ def _count(con, work: Path) -> ExtractSummary:
         "select count(distinct url) from read_parquet($p)",
         {"p": str(work / "fragments" / "*" / "*.parquet")},
     )
+    aliases = con.execute(
+        "select kind, count(*), sum(links_collapsed) from read_parquet($p) group by all order by kind",
+        {"p": str(work / "url_aliases.parquet")},
+    ).fetchall()
     skipped = {reason: n for reason, n, _ in pages if reason}
     used = [(n, size) for reason, n, size in pages if not reason]
     link_counts = Counter({(reason, internal): n for reason, internal, n in links})
@@ -436,6 +482,8 @@ def _count(con, work: Path) -> ExtractSummary:
         links_skipped={reason: n for (reason, _), n in link_counts.items() if reason},
         fragments=dict(fragments),
         urls_described=n_urls,
+        aliases={kind: n for kind, n, _ in aliases},
+        links_collapsed=int(sum(n for _, _, n in aliases)),
     )
 
 
@@ -466,7 +514,8 @@ def extract_if_changed(
     """Run `extract` unless the work folder already holds it for the same inputs and parameters."""
     entry = manifest.read(work)["stages"].get("extract", {})
     same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
-    if same and not force and (Path(work) / "pages.parquet").exists():
+    outputs = all((Path(work) / name).exists() for name in ("pages.parquet", "url_aliases.parquet"))
+    if same and not force and outputs:
         return None
     return extract(crawl, work, params, resources, progress)
 

@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, manifest, pipeline, schemas, sqlfiles, tree
+from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 
@@ -288,7 +288,10 @@ def cut(
             "from read_parquet($p)",
             {"p": str(out)},
         ).fetchall()[0]
+        # the cut's labels, as the cluster_labels stage makes them (DIR/cut_labels.parquet beside cut.parquet)
+        label_rows = labels.write(con, work, out, out.with_name(f"{out.stem}_labels.parquet"), "cut_labels")
     counts = {"rows": rows, "clusters": clusters, "largest_cluster": largest or 0, "singletons": singletons}
+    counts["label_rows"] = label_rows
     manifest.record_stage(work, "cut", {"threshold": threshold, "path": str(out), **counts})
     pipeline.write_catalog(work)
     return out, counts

@@ -24,8 +24,17 @@ import pyarrow.parquet as pq
 from lshsql import db, manifest, schemas
 from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
 from lshsql.errors import InputError, ParamError
-from lshsql.extract import RAW_TABLES, Progress, _finalize, _inputs, _normalizer, _result, _Rows
-from lshsql.text import LANGUAGES, TextOptions, shingles, words
+from lshsql.extract import (
+    RAW_TABLES,
+    Progress,
+    _finalize,
+    _inputs,
+    _normalizer,
+    _result,
+    _Rows,
+    surface_batch,
+)
+from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, words
 
 TABLES = (*RAW_TABLES, "labels")
 LABELS_RAW = pa.schema([("record_id", pa.int64()), ("url", pa.string()), ("label", pa.string())])
@@ -197,7 +206,9 @@ def ingest_if_changed(
     """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
     entry = manifest.read(work)["stages"].get("extract", {})
     same = entry.get("fingerprint") == fingerprint(resolve_documents(paths, params.format), params)
-    outputs = all((Path(work) / name).exists() for name in ("pages.parquet", "labels.parquet"))
+    outputs = all(
+        (Path(work) / name).exists() for name in ("pages.parquet", "labels.parquet", "url_aliases.parquet")
+    )
     if same and outputs and not force:
         return None
     return ingest(paths, work, params, resources, progress)
@@ -284,24 +295,28 @@ def _skipped_rows(items: list[tuple[int, Document, int]]) -> tuple[pa.RecordBatc
     pages = _Rows("pages")
     for record_id, doc, n_bytes in items:
         _add_page(pages, record_id, doc, n_bytes)
-    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch(), _labels_batch([])
+    empty = (_Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None), _labels_batch([]))
+    return pages.batch(), *empty
 
 
 def normalize_batch(items: list[tuple[int, Document]], params: IngestParams) -> tuple[pa.RecordBatch, ...]:
-    """Terms of a batch of documents (in a worker process): raw pages, links (none), fragments, labels."""
-    normalize = _normalizer(params.text_options())
+    """Terms of a batch of documents (in a worker process): raw pages, links (none), fragments, surface
+    forms (how often each word, or shingle of words, was normalized into each term) and labels."""
+    normalize = SurfaceForms(params.text_options())
     pages, fragments = _Rows("pages"), _Rows("fragments")
     labels: list[tuple[int, str, str]] = []
     for record_id, doc in items:
         _add_page(pages, record_id, doc, _n_bytes(doc))
         for kind, text in (("content", doc.text), ("title", doc.title)):
             if text:
-                terms = normalize(words(text))
                 if params.shingle:
-                    terms = shingles(terms, params.shingle)
+                    terms = normalize.shingles(words(text), params.shingle)
+                else:
+                    terms = normalize(words(text))
                 fragments.add_fragment(record_id, doc.id, kind, doc.id, 0, terms, params.buckets)
         labels.extend((record_id, doc.id, label) for label in doc.labels)
-    return pages.batch(), _Rows("links").batch(), fragments.batch(), _labels_batch(labels)
+    surface = surface_batch(normalize)
+    return pages.batch(), _Rows("links").batch(), fragments.batch(), surface, _labels_batch(labels)
 
 
 def _add_page(pages: _Rows, record_id: int, doc: Document, n_bytes: int) -> None:
@@ -319,6 +334,8 @@ def _add_page(pages: _Rows, record_id: int, doc: Document, n_bytes: int) -> None
         source_file=doc.source_file,
         source_offset=doc.source_offset,
         skip_reason=doc.skip_reason,
+        redirect_url=None,  # documents are no crawl: no redirects, no canonical links, no url_aliases
+        canonical_url=None,
     )
 
 

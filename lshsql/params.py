@@ -14,6 +14,7 @@ import numpy as np
 from lshsql.errors import ParamError
 
 WEIGHTINGS = ("tfidf", "tf", "none")
+UNITS = ("url", "host", "domain")
 CLUSTERINGS = ("center", "components")
 PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits)
 # min-hash family h(x) = ((a*x + b) mod 2^40) >> 9: a odd in [2^31, 2^32) and b < 2^32 keep a*x + b < 2^63
@@ -32,6 +33,8 @@ class Params:
     kept at 20% agreement. With k and l left None the planner chooses the cheapest (k, l) whose S-curve
     gives recall >= 0.95 at the threshold; k=3, l=125 are the paper's own choice."""
 
+    unit: str = "url"  # what a bag describes: a URL, a host, or a registered domain (all its URLs' fragments)
+    aliases: bool = True  # fragments of an alias URL (redirect, rel=canonical) describe its target
     weighting: str = "tfidf"
     min_df: int | None = None  # None: 2 for crawls, 1 for a user's bags (keep their sets whole)
     max_df: float | None = None  # None: 0.5 for crawls, 1.0 for a user's bags
@@ -49,6 +52,7 @@ class Params:
 
     def __post_init__(self) -> None:
         checks = [
+            (self.unit in UNITS, f"unit must be one of {', '.join(UNITS)}"),
             (self.weighting in WEIGHTINGS, f"weighting must be one of {', '.join(WEIGHTINGS)}"),
             (self.min_df is None or self.min_df >= 1, f"min_df must be >= 1, got {self.min_df}"),
             (

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import __version__, db, family, manifest, schemas, sqlfiles, udf
-from lshsql.errors import InputError, StageError
+from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
+from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import Params
 
 Log = Callable[[str], None]
@@ -36,7 +36,7 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("term_counts", "10_term_counts.sql", ("fragments",)),
+    Stage("term_counts", "10_term_counts.sql", ("fragments",), ("unit", "aliases")),
     Stage("urls", "15_urls.sql", ("term_counts",)),
     Stage("terms", "18_terms.sql", ("term_counts",)),
     Stage(
@@ -59,6 +59,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage("pairs", "50_pairs.sql", ("candidates", "signatures", "urls", "bags"), ("threshold", "verify")),
     Stage("clusters", "62_clusters.sql", ("pairs", "urls", "bags"), ("clustering",)),
+    Stage("cluster_labels", "63_cluster_labels.sql", ("clusters", "bags", "terms", "urls", "surface_forms")),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 BAGS_SOURCE_SQL = "10_term_counts_from_bags.sql"
@@ -137,7 +138,7 @@ def run(
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
-    fingerprints = {"fragments": _source_fingerprint(work, bags, previous)}
+    fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
     with db.connect(resources) as con:
         udf.register(con)
         for stage in STAGES:
@@ -274,13 +275,40 @@ def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tup
     """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (a copy of
     17M string rows cost 6.7 of 23 s at 100k documents); the bags stage adds up repeated (url, term) rows."""
     if bags is None:
-        return _run_sql(con, stage, params, work, bags)
+        return _term_counts_of_fragments(con, stage, params, work)
+    if params.unit != "url":
+        raise ParamError(f"--unit {params.unit} groups a crawl's fragments; a bags table is used as given")
     source = Path(bags).resolve()
     _register_user_bags(con, source)
     counts = _count_user_bags(con)
     output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
     skipped = {k: v for k, v in counts.items() if k != "rows" and v}
     return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
+
+
+def _term_counts_of_fragments(con, stage: Stage, params: Params, work: Path) -> tuple[int, dict]:
+    """term_counts from fragments, with alias URLs mapped to their targets and URLs to their unit."""
+    _register(con, work, stage.reads)
+    aliases = output_path(work, "url_aliases")
+    if aliases.exists():
+        sqlfiles.register_inputs(con, {"url_aliases": str(aliases)})
+    else:  # a work folder extracted before url_aliases existed
+        con.execute(
+            "create or replace temp view url_aliases as "
+            "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false"
+        ).fetchall()
+    use_aliases = params.aliases and db.scalar(con, "select count(*) from url_aliases") > 0
+    context = {"map_urls": use_aliases or params.unit != "url", "aliases": use_aliases}
+    sql = sqlfiles.load(stage.sql)
+    rows = sqlfiles.materialize(con, sql, {"unit": params.unit}, output_path(work, stage.name), context)
+    extra: dict = {}
+    if use_aliases:
+        extra["alias_urls_mapped"] = db.scalar(
+            con,
+            "select count(*) from (select distinct url from fragments) as described "
+            "semi join url_aliases on described.url = url_aliases.alias_url",
+        )
+    return rows, extra
 
 
 def _register_user_bags(con, path: Path) -> None:
@@ -365,6 +393,8 @@ def template_context(params: Params) -> dict:
         "keys": range(1, len(tables[0]) + 1),
         "verify": params.verify,
         "normalize": params.weighting != "none",
+        "map_urls": params.unit != "url" or params.aliases,  # term_counts; the runner checks the data
+        "aliases": params.aliases,
     }
 
 
@@ -476,6 +506,20 @@ def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[
     }
 
 
+def _run_cluster_labels(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """Labels of the clusters (sql/63_cluster_labels.sql); an empty surface_forms when the folder has none."""
+    _register(con, work, tuple(r for r in stage.reads if r != "surface_forms"))
+    with_words = labels.register_surface_forms(con, work)
+    rows = labels.materialize(con, output_path(work, stage.name))
+    return rows, {"surface_forms": with_words}
+
+
+def _stamp(work: Path) -> str | None:
+    """Size and time of DIR/surface_forms.parquet: cluster_labels reruns when extraction rewrote it."""
+    path = work / labels.SURFACE_FORMS
+    return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.exists() else None
+
+
 def _center(con) -> int:
     """CENTER as rounds of sql/60_center_round.sql until every node of the pairs graph is decided."""
     sql = sqlfiles.load("60_center_round.sql")
@@ -540,10 +584,15 @@ RUNNERS = {
     "bucket_sizes": _run_bucket_sizes,
     "pairs": _run_pairs,
     "clusters": _run_clusters,
+    "cluster_labels": _run_cluster_labels,
 }
 
-# labels from ingest; merges, cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`
-CATALOG_RELATIONS = ("pages", "links", "fragments", *STAGE_NAMES, "labels", "merges", "cluster_tree", "cut")
+# labels from ingest; merges, cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`; mirrors from
+# `lshsql mirrors`
+CATALOG_RELATIONS = (
+    "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "labels", "merges",
+    "cluster_tree", "cut", "cut_labels", "mirrors",
+)  # fmt: skip
 
 
 def write_catalog(work: Path) -> Path:

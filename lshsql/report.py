@@ -518,7 +518,8 @@ def _render(work: Path, data: dict, params: dict) -> str:
         _figure_html(_timings_svg(info), "Seconds spent in each stage of the run."),
         f'<h2 id="clusters">5. The {TOP_CLUSTERS} largest clusters</h2>',
         '<p class="caption">The biggest groups of related URLs, each with its center, the terms that '
-        f"weigh most in its URLs' descriptions and its first {MEMBERS} members in URL order.</p>",
+        "weigh most in its URLs' descriptions (summed TF-IDF, each stem shown as the word most often written "
+        f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order.</p>",
         _clusters_html(work),
         '<h2 id="eval">6. Evaluation</h2>',
         _eval_html(_read_eval(work)),

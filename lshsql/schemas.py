@@ -32,6 +32,18 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "single-member gzip files; line offset for JSON Lines)",
         ),
         ("skip_reason", pa.string(), "why the record is not used; null for a used page"),
+        (
+            "redirect_url",
+            pa.string(),
+            "a 301/302/303/307/308 response: its Location, resolved against url and canonicalized; "
+            "null otherwise or when it cannot be canonicalized",
+        ),
+        (
+            "canonical_url",
+            pa.string(),
+            'a parsed page: the target of its <link rel="canonical"> (after <base href>), canonicalized; '
+            "null when absent, invalid or the page's own url",
+        ),
     ],
     "links": [
         ("source_url", pa.string(), "canonical URL of the page the link is on"),
@@ -155,6 +167,14 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "exact weighted Jaccard of the pair (the min-hash estimate with --no-verify)",
         ),
     ],
+    "environment_domains": [
+        ("domain", pa.string(), "a registered domain other than the site's own"),
+        ("direction", pa.string(), "'out' (the site links to it), 'in' (it links to the site) or 'both'"),
+        ("links_out", pa.int64(), "links from the site's pages to the domain"),
+        ("pages_out", pa.int64(), "pages of the site with such a link"),
+        ("links_in", pa.int64(), "links from the domain's crawled pages to the site"),
+        ("citing_pages", pa.int64(), "pages of the domain with such a link"),
+    ],
     "cluster_tree": [
         ("node_id", pa.int64(), "a leaf: its url_id; a merge: max(leaf url_id) + merge step 1, 2, ..."),
         ("parent_id", pa.int64(), "node_id of the merge above; null for a root"),
@@ -181,10 +201,66 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     ],
 }
 
+# Written by extract (sql/04_url_aliases.sql): URLs the crawl says are the same page as another.
+COLUMNS["url_aliases"] = [
+    ("alias_url", pa.string(), "a URL that is the same page as another: a redirect, or a non-canonical URL"),
+    (
+        "target_url",
+        pa.string(),
+        "the URL its chain of aliases ends at (or the first URL of a cycle it runs into); never an alias_url",
+    ),
+    (
+        "kind",
+        pa.string(),
+        "'redirect' (a 3xx response with a Location) or 'canonical' (a used page's <link "
+        'rel="canonical"> to its own registered domain): how alias_url itself points on; a redirect wins',
+    ),
+    ("hops", pa.int32(), "aliases followed from alias_url to target_url: 1 .. 10"),
+    ("links_collapsed", pa.int64(), "links (rows of links) with target_url = alias_url: links to target_url"),
+]
+
 # A cut of the cluster tree at a threshold is a flat clustering with the clusters table's columns.
 COLUMNS["cut"] = [
     (name, dtype, f"{doc} (a cut of the cluster tree at a threshold)" if name == "url" else doc)
     for name, dtype, doc in COLUMNS["clusters"]
+]
+
+# Written by extract and ingest (sql/05_surface_forms.sql): the readable words behind the stems.
+COLUMNS["surface_forms"] = [
+    ("term", pa.string(), "a term of the fragments (a stem, or with ingest --shingle a shingle)"),
+    (
+        "word",
+        pa.string(),
+        "a lowercased word normalized into the term, before stemming (a shingle of them for a shingle)",
+    ),
+    ("n", pa.int64(), "how often the word was normalized into the term, over every page parsed"),
+]
+
+# sql/63_cluster_labels.sql: the stage after clusters, and `lshsql cut` for its cut.
+COLUMNS["cluster_labels"] = [
+    ("center_id", pa.int64(), "the cluster (clusters.center_id); only clusters of 2 or more URLs"),
+    ("rank", pa.int32(), "1 for the heaviest term, 2, ... up to 10"),
+    ("term", pa.string(), "the term (terms.term)"),
+    ("word", pa.string(), "the term's most frequent surface word (surface_forms), or the term without one"),
+    ("weight", pa.float64(), "tf * ln(N / df) of the term summed over the cluster's URLs (any --weighting)"),
+]
+COLUMNS["cut_labels"] = [
+    (name, dtype, doc.replace("clusters.center_id", "cut.center_id"))
+    for name, dtype, doc in COLUMNS["cluster_labels"]
+]
+
+# `lshsql mirrors` (sql/90_mirrors.sql): page clusters aggregated to pairs of hosts.
+COLUMNS["mirrors"] = [
+    ("host_a", pa.string(), "a host (lowercase, no port) of the clustered URLs; host_a < host_b"),
+    ("host_b", pa.string(), "the other host"),
+    ("shared_clusters", pa.int64(), "clusters of size >= 2 holding URLs of both hosts (>= --min-shared)"),
+    ("clusters_a", pa.int64(), "clusters of size >= 2 holding a URL of host_a"),
+    ("clusters_b", pa.int64(), "clusters of size >= 2 holding a URL of host_b"),
+    (
+        "jaccard",
+        pa.float64(),
+        "Jaccard of the hosts' cluster sets: shared_clusters / (clusters_a + clusters_b - shared_clusters)",
+    ),
 ]
 
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
@@ -198,7 +274,7 @@ def schema(table: str) -> pa.Schema:
 def raw_schema(table: str) -> pa.Schema:
     """Schema of the intermediate rows extraction workers produce, before duplicates are resolved."""
     columns = COLUMNS[table]
-    if table != "pages":
+    if table not in ("pages", "surface_forms"):  # surface forms are counted per batch, not per page
         columns = [RAW_EXTRA, *columns]
     return pa.schema([(name, dtype) for name, dtype, _ in columns])
 

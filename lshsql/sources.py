@@ -31,6 +31,9 @@ SKIPPED_RECORD_TYPES = {
     "conversion",
     "continuation",
 }
+# Statuses whose Location header says where the URL's content is: the record is no page (`http_status`),
+# but extraction keeps its target as pages.redirect_url, and url_aliases follows it.
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Record:
     n_bytes: int = 0
     body: bytes | None = None
     skip_reason: str | None = None
+    location: str | None = None  # Location header (as written) of a redirect (REDIRECT_STATUSES)
 
 
 @dataclass(frozen=True)
@@ -199,11 +203,18 @@ def _warc_record(rec, path: str, max_bytes: int) -> Record:
     base.update(status=status, content_type=content_type)
     reason = http_skip_reason(status, content_type)
     if reason:
-        return Record(**base, skip_reason=reason)
+        return Record(**base, skip_reason=reason, location=_location(status, http.get_header("Location")))
     body = rec.content_stream().read(max_bytes + 1)
     if len(body) > max_bytes:
         return Record(**base, n_bytes=len(body), skip_reason="too_large")
     return Record(**base, n_bytes=len(body), body=body)
+
+
+def _location(status: int | None, location: object) -> str | None:
+    """The Location of a redirect response, None for other statuses or a missing or blank header."""
+    if status in REDIRECT_STATUSES and isinstance(location, str) and location.strip():
+        return location
+    return None
 
 
 def _status(code: str | None) -> int | None:
@@ -251,18 +262,22 @@ def _jsonl_record(line: bytes, path: str, offset: int, max_bytes: int) -> Record
     if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
         return Record(**base, skip_reason="missing_url")
     base["url"] = obj["url"]
+    status = obj.get("status", 200)
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    location = _location(status, obj.get("location"))
     html = obj.get("html")
     if not isinstance(html, str):
-        return Record(**base, skip_reason="missing_html")
-    status = obj.get("status", 200)
+        if location is None:
+            return Record(**base, skip_reason="missing_html")
+        html = ""  # a redirect needs no body
     content_type = obj.get("content_type", "text/html; charset=utf-8")
-    base.update(status=status if isinstance(status, int) else None, content_type=content_type)
+    base.update(status=status, content_type=content_type)
     reason = http_skip_reason(base["status"], content_type)
     body = html.encode("utf-8")
     if reason is None and len(body) > max_bytes:
         reason = "too_large"
     if reason:
-        return Record(**base, n_bytes=len(body), skip_reason=reason)
+        return Record(**base, n_bytes=len(body), skip_reason=reason, location=location)
     return Record(**base, n_bytes=len(body), body=body)
 
 

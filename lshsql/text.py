@@ -27,6 +27,7 @@ import itertools
 import os
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -170,6 +171,18 @@ def make_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
     The stopword set and stemmer are built once; each distinct word's outcome is cached (up to 200,000
     words), so a warm call is a few C-level passes over the list. Order is preserved.
     """
+    aligned = _make_aligned(options)
+
+    def normalize(word_list: list[str]) -> list[str]:
+        """Terms of word_list, in order."""
+        return list(filter(None, aligned(word_list)))
+
+    return normalize
+
+
+def _make_aligned(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    """A function from words to their terms aligned with them: the term of each word, "" for a dropped one.
+    make_normalizer's and SurfaceForms' shared core (stopword set, stemmer and word cache)."""
     _check_language(options.language)
     stops = load_stopwords(options.language) if options.stopwords else frozenset()
     stops = stops | {_fold(w.lower()) for w in options.extra_stopwords}
@@ -185,8 +198,8 @@ def make_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
             return ""
         return (stem(folded) or folded) if stem is not None else folded
 
-    def normalize(word_list: list[str]) -> list[str]:
-        """Terms of word_list, in order."""
+    def aligned(word_list: list[str]) -> list[str]:
+        """The term of each word of word_list ("" when it is dropped)."""
         found = list(map(lookup, word_list))
         if None in found:  # some words not seen before (or since the cache was emptied)
             for i, term in enumerate(found):
@@ -198,9 +211,67 @@ def make_normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
                             cache.clear()
                         term = cache[word] = term_of(word)
                     found[i] = term
-        return list(filter(None, found))
+        return found
 
-    return normalize
+    return aligned
+
+
+@functools.lru_cache(maxsize=32)
+def _shared_aligned(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    """One aligned normalizer per options and process, so every SurfaceForms of a worker shares its cache."""
+    return _make_aligned(options)
+
+
+class SurfaceForms:
+    """Words -> terms exactly as make_normalizer(options) gives them, counting how often each (term, surface
+    word) pair occurred. A surface word is the lowercased word a term was made from, before stemming (and
+    before 'ё' is folded), so a stem such as 'configur' can be shown as the word most often written.
+
+    Made once per batch of pages: the counts are the batch's; the stemmer and its word cache are shared by
+    all SurfaceForms of a process with the same options. Counting costs one C-level Counter.update per word
+    list; terms are found for the distinct words of the batch only, in rows().
+
+    Example:
+        >>> forms = SurfaceForms(TextOptions())
+        >>> forms(["running", "runs", "the", "Running", "run", "running"])
+        ['run', 'run', 'run', 'run', 'run']
+        >>> sorted(forms.rows())
+        [('run', 'run', 1), ('run', 'running', 3), ('run', 'runs', 1)]
+    """
+
+    def __init__(self, options: TextOptions) -> None:
+        self._aligned = _shared_aligned(options)
+        self._words: Counter[str] = Counter()  # word as given -> occurrences; its term is found in rows()
+        self._pairs: Counter[tuple[str, str]] = Counter()  # (shingle, shingle of the surface words)
+
+    def __call__(self, word_list: list[str]) -> list[str]:
+        """Terms of word_list, in order, counting its words."""
+        self._words.update(word_list)
+        return list(filter(None, self._aligned(word_list)))
+
+    def shingles(self, word_list: list[str], w: int) -> list[str]:
+        """The w-word shingles of the terms of word_list (see shingles()), counting each with the shingle of
+        the surface words it was made from."""
+        found = self._aligned(word_list)
+        surface = [word.lower() for word, term in zip(word_list, found, strict=True) if term]
+        result = shingles([term for term in found if term], w)
+        self._pairs.update(zip(result, shingles(surface, w), strict=True))
+        return result
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        """(term, surface word, occurrences) of every pair counted so far, in the order first seen (the
+        finishing SQL sorts; sorting here would cost more than the counting)."""
+        counted = self._words
+        distinct = list(counted)
+        found = self._aligned(distinct)
+        lowered = [word.lower() for word in distinct]
+        if lowered == distinct and not self._pairs:  # the usual case (words() lowercases): pairs are unique
+            return [(term, word, counted[word]) for word, term in zip(distinct, found, strict=True) if term]
+        counts = Counter(self._pairs)
+        for word, low, term in zip(distinct, lowered, found, strict=True):
+            if term:
+                counts[(term, low)] += counted[word]
+        return [(term, word, n) for (term, word), n in counts.items()]
 
 
 @functools.lru_cache(maxsize=32)

@@ -6,6 +6,7 @@ built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and spl
 
     lsh_term_hash(term)          = xxh64(utf8(term)) >> 1                       in [0, 2^63)
     lsh_element_hash(t, j)       = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
+    lsh_url_unit(url, unit)      = url, its host, or its registered domain (not a hash: --unit)
 
 The element hash is < P = 2^31 - 1, so the family ((a*x + b) mod 2^40) >> 9 of the signatures stage, with
 a, b < 2^32, never leaves signed BIGINT (a*x + b < 2^63).
@@ -47,6 +48,23 @@ def element_hash(term_hashes: pa.Array, copies: pa.Array) -> pa.Array:
     return pa.array((mixed % np.uint64(PRIME)).astype(np.int64))
 
 
+def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:
+    """The unit a URL's fragments describe: the URL itself, its host, or its registered domain (public
+    suffix list bundled with tldextract), so bags can describe whole sites."""
+    from lshsql import urls
+
+    out = []
+    for url, unit in zip(url_values.to_pylist(), units.to_pylist(), strict=True):
+        if url is None or unit == "url":
+            out.append(url)
+        else:
+            try:
+                out.append(urls.host_of(url) if unit == "host" else urls.registered_domain(url))
+            except ValueError:  # not a parsable URL: it stays its own unit
+                out.append(url)
+    return pa.array(out, type=pa.string())
+
+
 def register(con) -> None:
     """Register the UDFs on a DuckDB connection (pure functions, so DuckDB may cache and reorder them)."""
     from duckdb.sqltypes import BIGINT, INTEGER, VARCHAR
@@ -54,4 +72,7 @@ def register(con) -> None:
     con.create_function("lsh_term_hash", term_hash, [VARCHAR], BIGINT, type="arrow", side_effects=False)
     con.create_function(
         "lsh_element_hash", element_hash, [BIGINT, INTEGER], BIGINT, type="arrow", side_effects=False
+    )
+    con.create_function(
+        "lsh_url_unit", url_unit, [VARCHAR, VARCHAR], VARCHAR, type="arrow", side_effects=False
     )

@@ -212,6 +212,7 @@ def test_run_from_the_cli_prints_what_it_found(tmp_path):
         "bucket_sizes",
         "pairs",
         "clusters",
+        "cluster_labels",
     ]
     assert json.loads((work / "info.json").read_text())[0]["stage"] == "extract"
     query = cli("query", "select count(*) as n from pairs", "--work", str(work), "--format", "csv").stdout

@@ -1,0 +1,135 @@
+"""cluster_labels: the heaviest terms of each cluster by summed tf * ln(N / df), on hand-made tables."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pytest
+
+from lshsql import db, labels
+from lshsql.params import Params
+from tests.conftest import run_stage, write_table
+
+LN2, LN3, LN6 = math.log(2), math.log(3), math.log(6)
+
+# N = 6 URLs. Clusters: {1, 2} (center 1), {3, 4, 5} (center 3) and the singleton {6}.
+CLUSTERS = [
+    {"url_id": 1, "center_id": 1},
+    {"url_id": 2, "center_id": 1},
+    {"url_id": 3, "center_id": 3},
+    {"url_id": 4, "center_id": 3},
+    {"url_id": 5, "center_id": 3},
+    {"url_id": 6, "center_id": 6},
+]
+TERMS = {11: "alpha", 12: "beta", 13: "gamma", 14: "configur", 15: "zeta", 16: "every"}
+DF = {11: 2, 12: 2, 13: 3, 14: 3, 15: 1, 16: 6}  # every is in all 6 URLs: idf 0
+BAG_TF = {
+    1: {11: 1, 12: 1, 14: 2, 16: 5},
+    2: {11: 1, 12: 1, 16: 1},
+    3: {13: 2, 14: 1, 16: 1},
+    4: {13: 1, 16: 1},
+    5: {15: 1, 16: 1},
+    6: {13: 1, 14: 1, 16: 1},
+}
+TABLES = {
+    "clusters": CLUSTERS,
+    "urls": [{"url_id": i, "url": f"http://u{i}/"} for i in range(1, 7)],
+    "terms": [{"term_id": h - 10, "term_hash": h, "term": t} for h, t in TERMS.items()],
+    # weight is what the run's --weighting made of the bag; labels use tf and df only, so it is nonsense here
+    "bags": [
+        {"url_id": u, "term_hash": h, "tf": float(tf), "df": DF[h], "weight": -1.0}
+        for u, bag in BAG_TF.items()
+        for h, tf in bag.items()
+    ],
+}
+SURFACE_FORMS = [
+    {"term": "alpha", "word": "alphas", "n": 2},  # a tie on n: the smaller word, alpha, wins
+    {"term": "alpha", "word": "alpha", "n": 2},
+    {"term": "configur", "word": "configure", "n": 3},
+    {"term": "configur", "word": "configuration", "n": 5},
+    {"term": "gamma", "word": "gammas", "n": 1},
+    {"term": "unused", "word": "unused", "n": 9},
+]  # beta and zeta have none: the term stands for itself
+
+EXPECTED = [
+    # cluster 1: alpha and beta tie at 2 ln 3 (by term: alpha first); configur 2 ln 2; every weighs 0
+    (1, 1, "alpha", "alpha", 2 * LN3),
+    (1, 2, "beta", "beta", 2 * LN3),
+    (1, 3, "configur", "configuration", 2 * LN2),
+    # cluster 3: gamma 2 ln 2 + ln 2; zeta ln 6; configur ln 2
+    (3, 1, "gamma", "gammas", 3 * LN2),
+    (3, 2, "zeta", "zeta", LN6),
+    (3, 3, "configur", "configuration", LN2),
+    # the singleton 6 gets no labels
+]
+
+
+def label_rows(tmp_path, tables=TABLES) -> list[tuple]:
+    rows = run_stage(tmp_path, "cluster_labels", Params(), tables)
+    return [(r["center_id"], r["rank"], r["term"], r["word"], r["weight"]) for r in rows]
+
+
+def assert_rows(found, expected):
+    assert [row[:4] for row in found] == [row[:4] for row in expected]
+    assert [row[4] for row in found] == pytest.approx([row[4] for row in expected], rel=1e-12)
+
+
+def test_top_terms_by_summed_tfidf_with_their_most_frequent_word(tmp_path):
+    write_table(tmp_path / "surface_forms.parquet", SURFACE_FORMS)
+    assert_rows(label_rows(tmp_path), EXPECTED)
+
+
+def test_without_surface_forms_the_term_is_its_own_word(tmp_path):
+    assert not (tmp_path / "surface_forms.parquet").exists()  # a user's bags: the runner makes it empty
+    found = label_rows(tmp_path)
+    assert_rows(found, [(c, r, t, t, w) for c, r, t, _, w in EXPECTED])
+
+
+def test_n_terms_keeps_the_heaviest(tmp_path, monkeypatch):
+    monkeypatch.setattr(labels, "LABEL_TERMS", 1)
+    write_table(tmp_path / "surface_forms.parquet", SURFACE_FORMS)
+    assert_rows(label_rows(tmp_path), [EXPECTED[0], EXPECTED[3]])
+
+
+def test_output_types_are_the_documented_ones(tmp_path):
+    label_rows(tmp_path)
+    with duckdb.connect() as con:
+        described = con.execute(
+            "select column_name, column_type from (describe select * from read_parquet($p))",
+            {"p": str(tmp_path / "cluster_labels.parquet")},
+        ).fetchall()
+    assert described == [
+        ("center_id", "BIGINT"),
+        ("rank", "INTEGER"),
+        ("term", "VARCHAR"),
+        ("word", "VARCHAR"),
+        ("weight", "DOUBLE"),
+    ]
+
+
+def test_a_cut_is_labelled_by_the_same_file(tmp_path):
+    """labels.write: any flat clustering file (here the clusters with 2 and 3 merged into one cluster of
+    five) labelled from the folder's bags, terms, urls and surface forms."""
+    label_rows(tmp_path)  # writes the tables
+    write_table(tmp_path / "surface_forms.parquet", SURFACE_FORMS)
+    merged = [{**row, "center_id": 1 if row["url_id"] <= 5 else 6} for row in CLUSTERS]
+    cut = write_table(tmp_path / "cut.parquet", merged)
+    resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=str(tmp_path / "tmp"))
+    with db.connect(resources) as con:
+        rows = labels.write(con, tmp_path, cut, tmp_path / "cut_labels.parquet", "cut_labels")
+        found = con.execute("select * from read_parquet($p)", {"p": str(tmp_path / "cut_labels.parquet")})
+        found = found.fetchall()
+    # alpha = beta 2 ln 3 (2.197) > configur = gamma 3 ln 2 (2.079; an exact tie, summed as decimals: by
+    # term) > zeta ln 6 (1.792); the singleton 6 still gets none
+    assert rows == 5
+    assert_rows(
+        found,
+        [
+            (1, 1, "alpha", "alpha", 2 * LN3),
+            (1, 2, "beta", "beta", 2 * LN3),
+            (1, 3, "configur", "configuration", 3 * LN2),
+            (1, 4, "gamma", "gammas", 3 * LN2),
+            (1, 5, "zeta", "zeta", LN6),
+        ],
+    )
