@@ -13,9 +13,12 @@ import html
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import pyarrow as pa
 
 from lshsql.errors import InputError
 
@@ -93,12 +96,18 @@ def sniff_format(path: str) -> str:
 
 
 def iter_documents(source: DocSource, id_column: str = "id", text_column: str = "text") -> Iterator[Document]:
-    """Yield every record of one source, in file order."""
+    """Yield every record of one source, in file order; a file that breaks while it is read (a corrupt
+    Parquet page or gzip stream, a file removed meanwhile) stops the ingest with a one-line error."""
     if source.kind == "parquet":
-        return _iter_parquet(source.path, id_column, text_column)
-    if source.kind == "reuters":
-        return _iter_reuters(source.path)
-    return _iter_jsonl(source.path, id_column, text_column)
+        records = _iter_parquet(source.path, id_column, text_column)
+    elif source.kind == "reuters":
+        records = _iter_reuters(source.path)
+    else:
+        records = _iter_jsonl(source.path, id_column, text_column)
+    try:
+        yield from records
+    except (OSError, EOFError, zlib.error, pa.ArrowException) as e:
+        raise InputError(f"{source.path}: cannot be read: {' '.join(str(e).split())[:200]}") from None
 
 
 # --- JSON Lines and Parquet ---------------------------------------------------------------------------

@@ -123,9 +123,7 @@ def _domain_bags(work: Path, params: Params, resources: db.Resources, log) -> Pa
     unit_work = work / "units" / "domain"
     unit_work.mkdir(parents=True, exist_ok=True)
     for name in ("fragments", "url_aliases.parquet", labels.SURFACE_FORMS):
-        link, target = unit_work / name, (work / name).resolve()
-        if target.exists() and not link.exists():
-            os.symlink(target, link)
+        _link(unit_work / name, work / name)
     extract_entry = manifest.read(work)["stages"].get("extract")
     if not extract_entry:
         raise InputError(f"{work}: no extraction recorded in manifest.json")
@@ -133,6 +131,17 @@ def _domain_bags(work: Path, params: Params, resources: db.Resources, log) -> Pa
         manifest.record_stage(unit_work, "extract", extract_entry)
     pipeline.run(unit_work, params, resources=resources, only=UNIT_STAGES, log=log)
     return unit_work
+
+
+def _link(link: Path, target: Path) -> None:
+    """link -> target, relative, so a moved or copied work folder keeps pointing at its own files; a link
+    left by another folder (a copy) or a dangling one is replaced."""
+    if link.is_symlink() and (not target.exists() or link.resolve() != target.resolve()):
+        link.unlink()
+    elif link.exists() and not link.is_symlink():
+        shutil.rmtree(link) if link.is_dir() else link.unlink()
+    if target.exists() and not link.is_symlink():
+        os.symlink(os.path.relpath(target, link.parent), link)
 
 
 def _totals(con, work: Path, out: Path, site: str, unit: str) -> dict:

@@ -47,6 +47,21 @@ def _require(work: Path, *relations: str) -> None:
             raise InputError(f"{work}: no {relation} yet; run `lshsql run --work {work}` first")
 
 
+def clustering_path(work: str | Path, from_cut: bool = False) -> Path:
+    """A flat clustering of the work folder: DIR/clusters.parquet, or DIR/cut.parquet of `lshsql cut`; an
+    InputError names the command that makes it. Checks that its members are URLs (not --unit host/domain
+    keys), since pages, links and hosts are looked up by URL."""
+    work = Path(work)
+    path = work / ("cut.parquet" if from_cut else "clusters.parquet")
+    if not path.exists():
+        command = f"lshsql cut --threshold T --work {work}" if from_cut else f"lshsql run --work {work}"
+        raise InputError(f"{work}: no {path.name} yet; run `{command}` first")
+    unit = manifest.read(work).get("params", {}).get("unit", "url")
+    if unit != "url":
+        raise InputError(f"{work}: the clusters are of --unit {unit}, not of URLs; run with --unit url")
+    return path
+
+
 def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = None) -> Table:
     try:
         result = con.execute(query, params or {})

@@ -12,20 +12,10 @@ from pathlib import Path
 
 from lshsql import db, manifest, pipeline, schemas, sqlfiles
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import Table, open_work
+from lshsql.explore import Table, clustering_path, open_work
 
 SQL = "90_mirrors.sql"
 SOURCES = ("clusters", "cut")
-
-
-def source_path(work: str | Path, from_cut: bool = False) -> Path:
-    """DIR/clusters.parquet, or DIR/cut.parquet with from_cut; else an InputError naming the command."""
-    work = Path(work)
-    path = work / ("cut.parquet" if from_cut else "clusters.parquet")
-    if not path.exists():
-        command = f"lshsql cut --threshold T --work {work}" if from_cut else f"lshsql run --work {work}"
-        raise InputError(f"{work}: no {path.name} yet; run `{command}` first")
-    return path
 
 
 def mirrors(
@@ -44,7 +34,7 @@ def mirrors(
     work = Path(work)
     if min_shared < 1:
         raise ParamError(f"min_shared must be >= 1, got {min_shared}")
-    source = source_path(work, from_cut)
+    source = clustering_path(work, from_cut)
     out = pipeline.output_path(work, "mirrors")
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
     with db.connect(resources) as con:

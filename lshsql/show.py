@@ -19,11 +19,10 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, manifest, urls
+from lshsql import db, manifest, sources, urls
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import Table, open_work
+from lshsql.explore import Table, clustering_path, open_work
 
-SOURCES = ("clusters", "cut")
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
 NOT_CAPTURES = ("request", "warcinfo", "metadata", "duplicate_url")
@@ -138,11 +137,7 @@ def read_stored(page: StoredPage, options: urls.UrlOptions | None = None) -> str
 
 
 def _relation(work: Path, from_cut: bool) -> str:
-    relation = SOURCES[bool(from_cut)]
-    if not (work / f"{relation}.parquet").exists():
-        command = f"lshsql cut --threshold T --work {work}" if from_cut else f"lshsql run --work {work}"
-        raise InputError(f"{work}: no {relation}.parquet yet; run `{command}` first")
-    return relation
+    return clustering_path(work, from_cut).stem
 
 
 def _canonical(url: str) -> str:
@@ -154,17 +149,17 @@ def _canonical(url: str) -> str:
 def _center_id(con: duckdb.DuckDBPyConnection, relation: str, cluster: str | int) -> int:
     """The center_id of a cluster given by its id, or by the URL of its center or of any member."""
     text = str(cluster).strip()
+    rows = con.execute(  # a member's URL (or document id, which may look like a number) comes first
+        f"select center_id from {relation} where url in ($url, $canonical) order by url = $url desc limit 1",
+        {"url": text, "canonical": _canonical(text)},
+    ).fetchall()
+    if rows:
+        return rows[0][0]
     if text.isdigit() and db.scalar(
         con, f"select count(*) from {relation} where center_id = $id", {"id": int(text)}
     ):
         return int(text)
-    rows = con.execute(
-        f"select center_id from {relation} where url in ($url, $canonical) order by url = $url desc limit 1",
-        {"url": text, "canonical": _canonical(text)},
-    ).fetchall()
-    if not rows:
-        raise InputError(f"{text}: no such cluster (neither a center_id nor a URL of the {relation} table)")
-    return rows[0][0]
+    raise InputError(f"{text}: no such cluster (neither a URL of the {relation} table nor a center_id)")
 
 
 def _ensure_pages_and_links(con: duckdb.DuckDBPyConnection) -> None:
@@ -226,13 +221,8 @@ def _decode(body: bytes, content_type: str | None) -> str:
     return decode_html(body, content_type)[0]
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
 def _jsonl_html(page: StoredPage, options: urls.UrlOptions) -> str:
-    opener = gzip.open if _is_gzip(Path(page.source_file)) else open
+    opener = gzip.open if sources._is_gzip(page.source_file) else open
     try:
         with opener(page.source_file, "rb") as f:
             f.seek(page.source_offset)  # a gzip stream seeks forward by decompressing up to the offset

@@ -5,8 +5,9 @@
 -- param:  none
 --
 -- URLs the crawl says are the same page as another URL, one row per alias. An alias points on once:
--- by a redirect (a 301/302/303/307/308 record with a Location, pages.redirect_url; of several captures
--- of the URL the latest, as in sql/01, and one that redirects to itself is none) or else by the
+-- by a redirect (a 301/302/303/307/308 record with a Location, pages.redirect_url) when it is the latest
+-- capture of the URL among its redirects and usable pages, as in sql/01 (a page captured after the
+-- redirect is live again; one that redirects to itself is none) or else by the
 -- <link rel="canonical"> of its used page (pages.canonical_url) when that names a URL of the same site
 -- (registered domain, the UDF lsh_url_unit): a canonical link to another site says the content is
 -- copied there (syndication, mirrors), which is for the clustering to find, not that the URLs are one.
@@ -28,7 +29,9 @@ redirects_ranked as (
             order by warc_date desc nulls last, record_id desc
         ) as capture_rank
     from pages
-    where redirect_url is not null and url is not null
+    where
+        url is not null
+        and (redirect_url is not null or skip_reason is null or skip_reason = 'duplicate_url')
 ),
 
 redirects as (
@@ -37,7 +40,7 @@ redirects as (
         target_url,
         'redirect' as kind
     from redirects_ranked
-    where capture_rank = 1 and target_url <> alias_url
+    where capture_rank = 1 and target_url is not null and target_url <> alias_url
 ),
 
 canonicals as (

@@ -185,6 +185,22 @@ def test_the_latest_redirect_of_a_url_wins_and_a_redirect_to_itself_gives_way(tm
     ]
 
 
+def test_a_page_captured_after_its_redirect_is_live_again(tmp_path):
+    """Only the latest capture of a URL counts, redirects and pages alike (as sql/01 picks pages): an old
+    301 must not fold a page that is live again into the redirect's target."""
+    crawl = write_warc(
+        tmp_path / "c.warc.gz",
+        [
+            redirect(f"{S}/back", "/new", date="2020-01-01T00:00:00Z"),
+            page(f"{S}/back", body="<p>live again</p>") | {"date": "2024-01-01T00:00:00Z"},
+            page(f"{S}/gone", body="<p>old page</p>") | {"date": "2020-01-01T00:00:00Z"},
+            redirect(f"{S}/gone", "/new", date="2024-01-01T00:00:00Z"),
+        ],
+    )
+    run([crawl], tmp_path / "w")
+    assert aliases(tmp_path / "w") == [(f"{S}/gone", f"{S}/new", "redirect", 1, 0)]
+
+
 def test_long_chains_stop_at_ten_hops(tmp_path):
     # u00 -> u01 -> ... -> u12: only the URLs at most 10 hops from u12 reach it.
     chain = [redirect(f"{S}/u{i:02}", f"/u{i + 1:02}") for i in range(12)]

@@ -126,3 +126,17 @@ def test_the_python_docs_environment_in_the_small_fixture(tmp_path):
     assert sum(c["size"] for c in result.clusters) == 20 and all(c["label"] for c in result.clusters)
     python = next(c for c in result.clusters if "python.org" in c["domains"])
     assert "python" in python["label"]
+
+
+def test_a_moved_or_copied_work_folder_uses_its_own_fragments(crawl_work, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(crawl_work, copy, symlinks=True)
+    moved = tmp_path / "moved"
+    environment(copy, "www.site.example", resources=RESOURCES)
+    shutil.move(copy, moved)  # the links of DIR/units/domain must still resolve inside the folder
+    result = environment(moved, "www.site.example", resources=RESOURCES)
+    assert result.totals["external_links"] == 4
+    link = moved / "units" / "domain" / "fragments"
+    assert link.is_symlink() and link.resolve() == (moved / "fragments").resolve()

@@ -105,3 +105,19 @@ def test_missing_clusters_are_a_one_line_error(tmp_path):
         mirrors(tmp_path, from_cut=True)
     with pytest.raises(InputError, match="no mirrors.parquet yet"):
         likely_mirrors(tmp_path)
+
+
+def test_mirrors_and_show_refuse_clusters_of_hosts(tmp_path):
+    """With --unit host the clusters' members are host names: no URL to find a host or a page by."""
+    import json
+
+    from lshsql.errors import InputError
+    from lshsql.mirrors import mirrors
+    from lshsql.show import cluster_members
+
+    (tmp_path / "clusters.parquet").write_bytes(b"")  # present; the manifest says what it holds
+    (tmp_path / "manifest.json").write_text(json.dumps({"stages": {}, "params": {"unit": "host"}}))
+    with pytest.raises(InputError, match="--unit host, not of URLs"):
+        mirrors(tmp_path)
+    with pytest.raises(InputError, match="--unit host, not of URLs"):
+        cluster_members(tmp_path, 1)

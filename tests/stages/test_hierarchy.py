@@ -37,7 +37,10 @@ def test_level_thresholds_follow_the_s_curve_midpoint_and_end_at_t():
     # r = 20: 4 bands, (1/4)^(1/20) = 0.933; r = 4: 20 bands, (1/20)^(1/4) = 0.473; the last level: t
     assert params.level_threshold(20, 80) == pytest.approx(0.25**0.05)
     assert params.level_threshold(4, 80) == pytest.approx(0.05**0.25)
-    assert params.level_threshold(2, 80) == 0.3  # (1/40)^(1/2) = 0.158 < t anyway
+    assert params.level_threshold(2, 80) == 0.3  # the last level
+    not_last = HierarchyParams(threshold=0.3, r_start=20, r_min=1, delta=1)
+    assert not_last.level_threshold(2, 80) == 0.3  # (1/40)^(1/2) = 0.158 < t: t
+    assert not_last.level_threshold(3, 80) == pytest.approx((1 / 26) ** (1 / 3))  # 0.337 > t
     assert HierarchyParams(threshold=0.3, r_min=3, delta=1).level_threshold(3, 80) == 0.3  # 0.337, but last
     assert HierarchyParams(threshold=0.3, level_thresholds=False).level_threshold(20, 80) == 0.3
 

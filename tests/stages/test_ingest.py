@@ -366,3 +366,24 @@ def test_reuters_21578_all_files(tmp_path):
     assert summary.skipped == {"no_body": 2_535, "no_label": 8_666}
     assert summary.labelled_documents == 10_377
     assert seconds < 30, seconds
+
+
+def test_a_file_that_breaks_while_read_is_a_one_line_error(tmp_path):
+    """A corrupt data page of a Parquet file, a truncated gzip stream: InputError, never a traceback."""
+    table = pa.table(
+        {"id": [str(i) for i in range(20000)], "text": [f"words {i} more {i * 7}" for i in range(20000)]}
+    )
+    parquet = tmp_path / "docs.parquet"
+    pq.write_table(table, parquet, compression="zstd", row_group_size=5000)
+    data = bytearray(parquet.read_bytes())
+    for i in range(len(data) // 3, len(data) // 3 + 64):  # inside the first row groups' pages
+        data[i] ^= 0xFF
+    parquet.write_bytes(bytes(data))
+    jsonl = tmp_path / "docs.jsonl.gz"
+    whole = gzip.compress(
+        "".join(json.dumps({"id": str(i), "text": "x y z"}) + "\n" for i in range(5000)).encode()
+    )
+    jsonl.write_bytes(whole[: len(whole) // 2])
+    for path in (parquet, jsonl):
+        with pytest.raises(InputError, match="cannot be read|cannot read|not a readable"):
+            ingest([str(path)], tmp_path / f"w-{path.stem}", IngestParams())
