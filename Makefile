@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-kernel bench-scale bench-reuters clean
+.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-kernel bench-scale bench-reuters bench-spark clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB
 
 bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, all docs: time, F-measure
 	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --headline-cut 0.25 --out bench/RESULTS.md
+
+bench-spark: install  ## lshsql run --bags on DuckDB and on Spark local[2], 10k docs: median wall of 3, peak RSS with the JVM
+	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches
 	rm -rf $(VENV) work .pytest_cache .ruff_cache

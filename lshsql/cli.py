@@ -31,6 +31,16 @@ MemoryLimit = Annotated[
     str | None, typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB [default: half the RAM].")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+EngineName = Annotated[
+    str, typer.Option("--engine", help="duckdb or spark: the engine that runs the stage SQL (same rows).")
+]
+SparkMaster = Annotated[
+    str, typer.Option("--spark-master", help="Spark master URL for --engine spark, e.g. spark://host:7077.")
+]
+SparkConf = Annotated[
+    list[str] | None,
+    typer.Option("--spark-conf", help="A Spark setting KEY=VALUE for --engine spark (repeatable)."),
+]
 Force = Annotated[bool, typer.Option("--force", help="Rerun stages even when they are up to date.")]
 Crawl = Annotated[
     list[str] | None,
@@ -353,12 +363,23 @@ def _run(
     memory_limit,
     force: bool,
     quiet: bool,
+    spark: dict | None = None,
 ) -> None:
+    from lshsql.engine import ENGINES, parse_conf
     from lshsql.errors import ParamError
     from lshsql.pipeline import run
 
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
+    spark = dict(spark or {})
+    engine = spark.pop("engine", "duckdb")
+    if engine not in ENGINES:
+        raise ParamError(f"--engine must be one of {', '.join(ENGINES)}, got '{engine}'")
+    engine_options = {
+        "engine": engine,
+        "spark_master": spark.get("spark_master") or "local[*]",
+        "spark_conf": parse_conf(spark.get("spark_conf")),
+    }
     resources = _resources(work, threads, memory_limit)
     if crawl:
         from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
@@ -370,7 +391,14 @@ def _run(
             typer.echo("\n".join(summary.lines()), err=True)
     only = (stage_name,) if stage_name else None
     result = run(
-        work, _params(work, given), bags=bags, resources=resources, force=force, only=only, log=_say(quiet)
+        work,
+        _params(work, given),
+        bags=bags,
+        resources=resources,
+        force=force,
+        only=only,
+        log=_say(quiet),
+        **engine_options,
     )
     for line in result.lines():
         typer.echo(line)
@@ -414,6 +442,9 @@ def run(
     max_page_mb: MaxPageMb = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    engine: EngineName = "duckdb",
+    spark_master: SparkMaster = "local[*]",
+    spark_conf: SparkConf = None,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -438,7 +469,8 @@ def run(
         strip_tracking=strip_tracking,
         max_page_mb=max_page_mb,
     )
-    _run(None, crawl, work, bags, given, extract_options, threads, memory_limit, force, quiet)
+    spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
+    _run(None, crawl, work, bags, given, extract_options, threads, memory_limit, force, quiet, spark)
 
 
 @app.command()
@@ -464,6 +496,9 @@ def stage(
     clustering: Clustering = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    engine: EngineName = "duckdb",
+    spark_master: SparkMaster = "local[*]",
+    spark_conf: SparkConf = None,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -479,7 +514,8 @@ def stage(
     if name not in STAGE_NAMES:
         raise ParamError(f"unknown stage '{name}' (stages: {', '.join(STAGE_NAMES)})")
     given = _pipeline_options(locals())
-    _run(name, None, work, bags, given, {}, threads, memory_limit, force, quiet)
+    spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
+    _run(name, None, work, bags, given, {}, threads, memory_limit, force, quiet, spark)
 
 
 @app.command()

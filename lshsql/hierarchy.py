@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree
+from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree, udf
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 
@@ -128,7 +128,7 @@ def hierarchy(
     run_params = run.params
     levels: list[dict] = []
     with db.connect(resources) as con:
-        pipeline.udf.register(con)
+        udf.register(con)
         sqlfiles.register_inputs(
             con, {r: pipeline.input_paths(work, r) for r in ("signatures", "urls", "bags")}
         )
@@ -171,6 +171,7 @@ def hierarchy(
         {
             "params": params.to_json(),
             "pipeline_params": run_params.to_json(),
+            "urls_fingerprint": _urls_fingerprint(work),  # cut checks the tree's url_ids still hold
             "levels": levels,
             "merges": summary.merges,
             "clusters": n_roots,
@@ -180,6 +181,12 @@ def hierarchy(
     )
     pipeline.write_catalog(work)
     return summary
+
+
+def _urls_fingerprint(work: Path) -> str | None:
+    """The urls stage's fingerprint: its url_ids are the tree's leaves, so a changed urls table (another
+    --unit, --no-aliases, a new extraction) makes the tree meaningless until it is rebuilt."""
+    return manifest.read(work)["stages"].get("urls", {}).get("fingerprint")
 
 
 def _merges_columns() -> str:
@@ -272,6 +279,11 @@ def cut(
         raise InputError(f"{work}: no cluster tree; run `lshsql hierarchy --work {work}` first")
     if not 0 < threshold <= 1:
         raise ParamError(f"threshold must be in (0, 1], got {threshold}")
+    if entry.get("urls_fingerprint") != _urls_fingerprint(work):
+        raise InputError(
+            f"{work}: the cluster tree was built on other URLs (urls.parquet changed since); "
+            f"rerun `lshsql hierarchy --work {work}`"
+        )
     built_at = entry["params"]["threshold"]
     if threshold < built_at:
         raise ParamError(

@@ -3,6 +3,10 @@
 STAGES is the one list of stages: each reads named relations (earlier stages' Parquet in the work folder),
 runs one file of `sql/` and writes `DIR/<name>.parquet`. A stage reruns only when its fingerprint (its
 parameters, its inputs' fingerprints, the lshsql version) changed or its output is missing.
+
+The runners reach the engine that runs the SQL through lshsql/engine.py (DuckDB, or Spark with
+`run(..., engine="spark")`); a runner also takes a DuckDB connection, which it uses as DuckDBEngine. The
+engine is not part of a fingerprint: both write the same rows.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
+from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles
+from lshsql.engine import as_engine, open_engine
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import Params
 
@@ -116,6 +121,9 @@ def run(
     force: bool = False,
     only: tuple[str, ...] | None = None,
     log: Log | None = None,
+    engine: str = "duckdb",
+    spark_master: str = "local[*]",
+    spark_conf: dict[str, str] | None = None,
 ) -> RunSummary:
     """Run the SQL stages on an extracted work folder, or on a user's bags table.
 
@@ -124,6 +132,10 @@ def run(
         params: stage parameters; k and l left None are chosen by the planner for params.threshold.
         bags: a Parquet file (url, term, optional weight) to start from instead of fragments.
         force: rerun stages that are up to date; only: run just these stages (their inputs must exist).
+        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (lshsql/engine.py). The
+            rows are the same, so the engine is not part of a stage's fingerprint.
+        spark_master, spark_conf: the Spark master URL (default local[*]) and extra Spark settings, for
+            engine="spark".
 
     Example:
         >>> summary = run("work/example", Params(threshold=0.5))  # doctest: +SKIP
@@ -139,11 +151,10 @@ def run(
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
-    with db.connect(resources) as con:
-        udf.register(con)
+    with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
             if stage.name == "candidates" and plan_tables and output_path(work, "signatures").exists():
-                params = _plan_tables(con, work, params)
+                params = _plan_tables(stage_engine, work, params, resources)
                 summary.params = params
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
             fingerprints[stage.name] = fingerprint
@@ -156,7 +167,7 @@ def run(
             if log:
                 log(f"  {stage.name} ...")
             started = time.perf_counter()
-            rows, extra = RUNNERS.get(stage.name, _run_sql)(con, stage, params, work, bags)
+            rows, extra = RUNNERS.get(stage.name, _run_sql)(stage_engine, stage, params, work, bags)
             if not extra.get("view"):
                 schemas.validate(output_path(work, stage.name), stage.name)
             entry = {
@@ -194,11 +205,17 @@ def write_info(work: Path) -> Path:
     return path
 
 
-def _plan_tables(con, work: Path, params: Params) -> Params:
+def _plan_tables(con, work: Path, params: Params, resources: db.Resources | None = None) -> Params:
     """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
-    sample of URLs' signatures, the expected candidates of each admissible (k, l)."""
+    sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
+    DuckDB whatever the engine (it reads DIR/signatures.parquet, the same file either way)."""
     from lshsql.plan import agreement_histogram, sample_signatures
 
+    engine = as_engine(con)
+    if engine.name != "duckdb":
+        with db.connect(resources or db.Resources()) as duck:
+            return _plan_tables(duck, work, params)
+    con = engine.con
     signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
     if signatures is None or len(signatures) < 2:
         return params
@@ -232,12 +249,13 @@ def _sql_digest(name: str) -> str:
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
-def _register(con: duckdb.DuckDBPyConnection, work: Path, relations: tuple[str, ...]) -> None:
+def _register(con, work: Path, relations: tuple[str, ...]) -> None:
+    engine = as_engine(con)
     user_bags = _user_bags_source(work) if "term_counts" in relations else None
     if user_bags:
-        _register_user_bags(con, user_bags)
+        _register_user_bags(engine, user_bags)
         relations = tuple(r for r in relations if r != "term_counts")
-    sqlfiles.register_inputs(con, {r: input_paths(work, r) for r in relations})
+    engine.register({r: input_paths(work, r) for r in relations})
 
 
 def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> None:
@@ -264,47 +282,48 @@ def _run_sql(
     context: dict | None = None,
     sql_params: dict | None = None,
 ) -> tuple[int, dict]:
-    _register(con, work, stage.reads)
+    engine = as_engine(con)
+    _register(engine, work, stage.reads)
     sql = sqlfiles.load(stage.sql)
     out = output_path(work, stage.name)
-    rows = sqlfiles.materialize(con, sql, sql_params or {}, out, context, stage.compression)
+    rows = engine.materialize(sql, sql_params or {}, out, context, stage.compression)
     return rows, {}
 
 
 def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (a copy of
     17M string rows cost 6.7 of 23 s at 100k documents); the bags stage adds up repeated (url, term) rows."""
+    engine = as_engine(con)
     if bags is None:
-        return _term_counts_of_fragments(con, stage, params, work)
+        return _term_counts_of_fragments(engine, stage, params, work)
     if params.unit != "url":
         raise ParamError(f"--unit {params.unit} groups a crawl's fragments; a bags table is used as given")
     source = Path(bags).resolve()
-    _register_user_bags(con, source)
-    counts = _count_user_bags(con)
+    _register_user_bags(engine, source)
+    counts = _count_user_bags(engine)
     output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
     skipped = {k: v for k, v in counts.items() if k != "rows" and v}
     return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
 
 
-def _term_counts_of_fragments(con, stage: Stage, params: Params, work: Path) -> tuple[int, dict]:
+def _term_counts_of_fragments(engine, stage: Stage, params: Params, work: Path) -> tuple[int, dict]:
     """term_counts from fragments, with alias URLs mapped to their targets and URLs to their unit."""
-    _register(con, work, stage.reads)
+    _register(engine, work, stage.reads)
     aliases = output_path(work, "url_aliases")
     if aliases.exists():
-        sqlfiles.register_inputs(con, {"url_aliases": str(aliases)})
+        engine.register({"url_aliases": str(aliases)})
     else:  # a work folder extracted before url_aliases existed
-        con.execute(
-            "create or replace temp view url_aliases as "
-            "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false"
-        ).fetchall()
-    use_aliases = params.aliases and db.scalar(con, "select count(*) from url_aliases") > 0
+        engine.view(
+            "url_aliases",
+            "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false",
+        )
+    use_aliases = params.aliases and engine.scalar("select count(*) from url_aliases") > 0
     context = {"map_urls": use_aliases or params.unit != "url", "aliases": use_aliases}
     sql = sqlfiles.load(stage.sql)
-    rows = sqlfiles.materialize(con, sql, {"unit": params.unit}, output_path(work, stage.name), context)
+    rows = engine.materialize(sql, {"unit": params.unit}, output_path(work, stage.name), context)
     extra: dict = {}
     if use_aliases:
-        extra["alias_urls_mapped"] = db.scalar(
-            con,
+        extra["alias_urls_mapped"] = engine.scalar(
             "select count(*) from (select distinct url from fragments) as described "
             "semi join url_aliases on described.url = url_aliases.alias_url",
         )
@@ -316,6 +335,20 @@ def _register_user_bags(con, path: Path) -> None:
     (sql/10_term_counts_from_bags.sql), after user_bags(url, term, weight) of all its rows."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
+    engine = as_engine(con)
+    if engine.name != "duckdb":
+        engine.register({"user_bags_file": str(path)})
+        missing = {"url", "term"} - set(engine.columns("user_bags_file"))
+        if missing:
+            raise InputError(
+                f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})"
+            )
+        engine.view(
+            "user_bags", f"select {_user_bags_columns(engine.columns('user_bags_file'))} from user_bags_file"
+        )
+        engine.view("term_counts", sqlfiles.render(sqlfiles.load(BAGS_SOURCE_SQL)))
+        return
+    con = engine.con
     try:
         relation = con.read_parquet(str(path))
     except duckdb.Error as e:
@@ -340,13 +373,13 @@ def _create_term_counts_view(con: duckdb.DuckDBPyConnection) -> None:
 
 def _count_user_bags(con) -> dict[str, int]:
     """The usable rows of user_bags and, per reason, the rows that cannot be used (one scan)."""
-    counts = con.execute(
+    counts = as_engine(con).row(
         "select count(*) filter (where url is not null and term is not null and weight > 0), "
         "count(*) filter (where url is null), "
         "count(*) filter (where url is not null and term is null), "
         "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
         "from user_bags"
-    ).fetchall()[0]
+    )
     names = ("rows", "null_url", "null_term", "weight_not_positive")
     return {k: int(v) for k, v in zip(names, counts, strict=True)}
 
@@ -358,29 +391,46 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
         "weighting": params.weighting,
         "scale": params.scale,
     }
-    _register(con, work, stage.reads)
-    n_urls = db.scalar(con, "select count(*) from urls")
-    n_terms = db.scalar(con, "select count(*) from terms")
+    engine = as_engine(con)
+    _register(engine, work, stage.reads)
+    n_urls = engine.scalar("select count(*) from urls")
+    n_terms = engine.scalar("select count(*) from terms")
     # url_id and term_id are packed into one BIGINT group key: url_id * 2^32 + term_id
     if n_urls >= 2**31 or n_terms >= 2**32:
         raise InputError(f"{n_urls} URLs, {n_terms} terms: a work folder holds fewer than 2^31 and 2^32")
-    rows, _ = _run_sql(con, stage, params, work, bags, template_context(params), sql_params)
-    with_bag = db.scalar(
-        con, "select count(distinct url_id) from read_parquet($p)", {"p": str(output_path(work, "bags"))}
-    )
+    rows, _ = _run_sql(engine, stage, params, work, bags, template_context(params), sql_params)
+    with_bag = _scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
     return rows, {"urls": n_urls, "urls_with_bag": with_bag, "urls_empty_bag": n_urls - with_bag}
 
 
 def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    rows, _ = _run_sql(con, stage, params, work, bags)
-    distinct = db.scalar(
-        con, "select count(distinct term_hash) from read_parquet($p)", {"p": str(output_path(work, "terms"))}
-    )
+    engine = as_engine(con)
+    rows, _ = _run_sql(engine, stage, params, work, bags)
+    distinct = _scalar_of_output(engine, work, "terms", "select count(distinct term_hash) from {out}")
     if distinct != rows:  # bags know a term by its hash alone; ~2e-9 likely for 200k terms, so say it
         raise StageError(
             f"{rows - distinct} pair(s) of distinct terms share a 63-bit term_hash; please report"
         )
     return rows, {}
+
+
+def _scalar_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None):
+    """A value of a query over a stage's output file, `{out}` in `query` standing for it: DuckDB reads
+    the file (read_parquet), Spark a view of it."""
+    path = str(output_path(work, relation))
+    if engine.name == "duckdb":
+        return engine.scalar(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
+    engine.register({f"lshsql_{relation}_out": path})
+    return engine.scalar(query.format(out=f"lshsql_{relation}_out"), params)
+
+
+def _row_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None) -> tuple:
+    """The first row of a query over a stage's output file (see _scalar_of_output)."""
+    path = str(output_path(work, relation))
+    if engine.name == "duckdb":
+        return engine.row(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
+    engine.register({f"lshsql_{relation}_out": path})
+    return engine.row(query.format(out=f"lshsql_{relation}_out"), params)
 
 
 def template_context(params: Params) -> dict:
@@ -399,22 +449,24 @@ def template_context(params: Params) -> dict:
 
 
 def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    _register(con, work, stage.reads)
-    max_copies = db.scalar(con, "select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
+    engine = as_engine(con)
+    _register(engine, work, stage.reads)
+    max_copies = engine.scalar("select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
     copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
-    sqlfiles.register_inputs(con, {"copies": str(copies)})
-    rows, _ = _run_sql(con, stage, params, work, bags)
+    engine.register({"copies": str(copies)})
+    rows, _ = _run_sql(engine, stage, params, work, bags)
     return rows, {"max_copies": max_copies}
 
 
 def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    _register(con, work, stage.reads)
+    engine = as_engine(con)
+    _register(engine, work, stage.reads)
     coefficients = family.write(
         family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
     )
-    sqlfiles.register_inputs(con, {"coefficients": str(coefficients)})
-    rows = sqlfiles.materialize(
-        con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
+    engine.register({"coefficients": str(coefficients)})
+    rows = engine.materialize(
+        sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
     )
     return rows, {}
 
@@ -440,28 +492,26 @@ BAND_KEY_BYTES = 100  # memory per band-key row the LSH self-join and aggregate 
 def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
     """The stage over all l tables at once when l * N band keys fit in DuckDB's memory limit, else in
     batches of tables whose results are added up (10M URLs x 95 tables ran out of 8 GB in one go)."""
+    engine = as_engine(con)
     context = _band_context(params, work)
-    _register(con, work, stage.reads)
-    n_urls = db.scalar(con, "select count(*) from signatures")
-    per_batch = max(1, db.memory_limit_bytes(con) // BAND_KEY_BYTES // max(1, n_urls))
+    _register(engine, work, stage.reads)
+    n_urls = engine.scalar("select count(*) from signatures")
     bands = context["bands"]
+    per_batch = engine.band_batch(n_urls, BAND_KEY_BYTES) or len(bands)
     sql = sqlfiles.load(stage.sql)
     sql_params = {"max_bucket": params.max_bucket}
     out = output_path(work, stage.name)
     if per_batch >= len(bands):
-        return sqlfiles.materialize(con, sql, sql_params, out, context, stage.compression)
+        return engine.materialize(sql, sql_params, out, context, stage.compression)
     parts = work / "tmp" / f"{stage.name}_batches"
     shutil.rmtree(parts, ignore_errors=True)
     for number, first in enumerate(range(0, len(bands), per_batch)):
         batch = {**context, "bands": bands[first : first + per_batch]}
-        sqlfiles.materialize(con, sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
-    con.read_parquet(str(parts / "*.parquet")).create_view("parts", replace=True)
-    con.execute(
-        f"copy ({COMBINE[stage.name]}) to $out (format parquet, compression {stage.compression})",
-        {"out": str(out)},
-    ).fetchall()
+        engine.materialize(sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
+    engine.register({"parts": str(parts / "*.parquet")})
+    rows = engine.materialize_query(COMBINE[stage.name], {}, out, stage.compression, table=stage.name)
     shutil.rmtree(parts, ignore_errors=True)
-    return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(out)})
+    return rows
 
 
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -469,12 +519,16 @@ def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tupl
 
 
 def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    rows = _run_banded(con, stage, params, work)
-    stats = con.execute(
+    engine = as_engine(con)
+    rows = _run_banded(engine, stage, params, work)
+    stats = _row_of_output(
+        engine,
+        work,
+        stage.name,
         "select sum(n_buckets), coalesce(max(n_members), 0), sum(n_pairs), sum(n_pairs_emitted), "
-        "coalesce(sum(n_buckets) filter (where n_members > $cap), 0) from read_parquet($p)",
-        {"p": str(output_path(work, stage.name)), "cap": params.max_bucket},
-    ).fetchall()[0]
+        "coalesce(sum(n_buckets) filter (where n_members > $cap), 0) from {out}",
+        {"cap": params.max_bucket},
+    )
     names = ("shared_buckets", "largest_bucket", "bucket_pairs", "bucket_pairs_emitted", "buckets_capped")
     return rows, {name: int(v or 0) for name, v in zip(names, stats, strict=True)}
 
@@ -486,18 +540,20 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
 
 
 def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    _register(con, work, stage.reads)
-    con.execute(
-        "create or replace temp table edges as "
-        "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs"
-    ).fetchall()
-    rounds = _center(con) if params.clustering == "center" else _components(con)
-    rows = sqlfiles.materialize(con, sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
-    stats = con.execute(
-        "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) "
-        "from read_parquet($p)",
-        {"p": str(output_path(work, stage.name))},
-    ).fetchall()[0]
+    engine = as_engine(con)
+    _register(engine, work, stage.reads)
+    engine.table(
+        "edges",
+        "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs",
+    )
+    rounds = _center(engine) if params.clustering == "center" else _components(engine)
+    rows = engine.materialize(sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
+    stats = _row_of_output(
+        engine,
+        work,
+        stage.name,
+        "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) from {out}",
+    )
     return rows, {
         "rounds": rounds,
         "clusters": stats[0],
@@ -508,9 +564,24 @@ def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[
 
 def _run_cluster_labels(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Labels of the clusters (sql/63_cluster_labels.sql); an empty surface_forms when the folder has none."""
-    _register(con, work, tuple(r for r in stage.reads if r != "surface_forms"))
-    with_words = labels.register_surface_forms(con, work)
-    rows = labels.materialize(con, output_path(work, stage.name))
+    engine = as_engine(con)
+    _register(engine, work, tuple(r for r in stage.reads if r != "surface_forms"))
+    if engine.name == "duckdb":
+        with_words = labels.register_surface_forms(engine.con, work)
+        rows = labels.materialize(engine.con, output_path(work, stage.name))
+        return rows, {"surface_forms": with_words}
+    forms = work / labels.SURFACE_FORMS
+    with_words = forms.exists()
+    if with_words:
+        engine.register({"surface_forms": str(forms)})
+    else:
+        engine.view(
+            "surface_forms",
+            "select cast(null as varchar) as term, cast(null as varchar) as word, cast(null as bigint) as n "
+            "where false",
+        )
+    params = {"n_terms": labels.LABEL_TERMS, "min_size": 2}
+    rows = engine.materialize(sqlfiles.load(labels.SQL), params, output_path(work, stage.name))
     return rows, {"surface_forms": with_words}
 
 
@@ -522,55 +593,48 @@ def _stamp(work: Path) -> str | None:
 
 def _center(con) -> int:
     """CENTER as rounds of sql/60_center_round.sql until every node of the pairs graph is decided."""
+    engine = as_engine(con)
     sql = sqlfiles.load("60_center_round.sql")
-    for statement in (
-        "create or replace temp table assignments (node bigint, center bigint)",
-        "create or replace temp table centers (node bigint)",
-        "create or replace temp table active_edges as select * from edges",
-        "create or replace temp table active_nodes as select distinct src as node from edges",
-    ):
-        con.execute(statement).fetchall()
+    engine.empty_table("assignments", {"node": "bigint", "center": "bigint"})
+    engine.empty_table("centers", {"node": "bigint"})
+    engine.table("active_edges", "select * from edges")
+    engine.table("active_nodes", "select distinct src as node from edges")
     rounds = 0
-    while db.scalar(con, "select count(*) from active_nodes"):
+    while engine.scalar("select count(*) from active_nodes"):
         rounds += 1
-        if rounds > MAX_ROUNDS or not sqlfiles.to_table(con, sql, {}, "center_round"):
+        if rounds > MAX_ROUNDS or not engine.to_table(sql, {}, "center_round"):
             raise StageError("CENTER made no progress; this is a bug")
-        for statement in (
-            "insert into assignments select node, center from center_round",
-            "insert into centers select node from center_round where node = center",
-            "create or replace temp table active_nodes as select node from active_nodes "
-            "anti join center_round using (node)",
-            # drop edges into decided nodes and edges out of new members; edges out of centers stay
-            "create or replace temp table active_edges as select active_edges.* from active_edges "
+        engine.append("assignments", "select node, center from center_round")
+        engine.append("centers", "select node from center_round where node = center")
+        engine.table("active_nodes", "select node from active_nodes anti join center_round using (node)")
+        # drop edges into decided nodes and edges out of new members; edges out of centers stay
+        engine.table(
+            "active_edges",
+            "select active_edges.* from active_edges "
             "anti join center_round on active_edges.dst = center_round.node "
             "anti join (select node from center_round where node <> center) as members "
             "on active_edges.src = members.node",
-        ):
-            con.execute(statement).fetchall()
+        )
     return rounds
 
 
 def _components(con) -> int:
     """Connected components as rounds of sql/61_component_round.sql until no label changes."""
+    engine = as_engine(con)
     sql = sqlfiles.load("61_component_round.sql")
-    con.execute(
-        "create or replace temp table labels as select distinct src as node, src as label from edges"
-    ).fetchall()
+    engine.table("labels", "select distinct src as node, src as label from edges")
     rounds = 0
     while True:
         rounds += 1
-        sqlfiles.to_table(con, sql, {}, "component_round")
-        changed = db.scalar(
-            con,
+        engine.to_table(sql, {}, "component_round")
+        changed = engine.scalar(
             "select count(*) from component_round inner join labels using (node) "
-            "where component_round.label <> labels.label",
+            "where component_round.label <> labels.label"
         )
-        con.execute("create or replace temp table labels as select * from component_round").fetchall()
+        engine.table("labels", "select * from component_round")
         if not changed or rounds > MAX_ROUNDS:
             break
-    con.execute(
-        "create or replace temp table assignments as select node, label as center from labels"
-    ).fetchall()
+    engine.table("assignments", "select node, label as center from labels")
     return rounds
 
 

@@ -213,7 +213,8 @@ COLUMNS["url_aliases"] = [
         "kind",
         pa.string(),
         "'redirect' (a 3xx response with a Location) or 'canonical' (a used page's <link "
-        'rel="canonical"> to its own registered domain): how alias_url itself points on; a redirect wins',
+        'rel="canonical"> to its own registered domain): how alias_url itself points on '
+        "(its latest capture decides)",
     ),
     ("hops", pa.int32(), "aliases followed from alias_url to target_url: 1 .. 10"),
     ("links_collapsed", pa.int64(), "links (rows of links) with target_url = alias_url: links to target_url"),

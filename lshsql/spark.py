@@ -26,7 +26,8 @@ select), linted and transpiled here. The DuckDB calls of a runner map onto it as
                                                               where false", {}, "t")
     db.scalar(con, "<select>")                   ->  scalar(spark, "<select>")
 
-(tests/engines/test_spark_golden.py drives pipeline._center's and _components' loops this way.) Spark 3.5
+(lshsql/engine.py's SparkEngine makes exactly these calls for the pipeline's runners, CENTER and
+components loops included; tests/engines/test_spark_golden.py spells the loops out.) Spark 3.5
 and 4.0 have no WITH RECURSIVE: sql/04_url_aliases.sql stops there with a StageError saying so.
 """
 

@@ -11,7 +11,8 @@
 -- <link rel="canonical"> of its used page (pages.canonical_url) when that names a URL of the same site
 -- (registered domain, the UDF lsh_url_unit): a canonical link to another site says the content is
 -- copied there (syndication, mirrors), which is for the clustering to find, not that the URLs are one.
--- A redirect wins over a canonical link, and `kind` says which of the two the alias itself has.
+-- A URL whose latest capture is a redirect is that redirect's alias, whatever canonical link an older
+-- capture of its page declared; `kind` says which of the two the alias itself has.
 -- Chains are followed (A -> B -> C gives A -> C with hops 2) up to 10 hops, so target_url is never
 -- itself an alias. Two kinds of chains end nowhere: a URL more than 10 hops from the end of its chain
 -- gives no row, and the URLs of a cycle (A -> B -> A, or a longer loop) give no row: they are no alias,

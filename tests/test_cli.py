@@ -57,6 +57,21 @@ def test_version():
             ["extract", str(EXAMPLE_CRAWL), "--work", "{tmp}/w", "--extra-stopwords", "{tmp}/none.txt"],
             "none.txt",
         ),
+        (["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--engine", "flink"], "--engine must be"),
+        (
+            [
+                "run",
+                "--bags",
+                "{tmp}/b.parquet",
+                "--work",
+                "{tmp}/w",
+                "--engine",
+                "spark",
+                "--spark-conf",
+                "x",
+            ],
+            "--spark-conf wants KEY=VALUE, got 'x'",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):

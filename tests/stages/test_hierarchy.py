@@ -273,3 +273,28 @@ def test_reuters_1000_lsh_single_link_tracks_exact_single_link(tmp_path):
     assert (exact["clusters"], round(exact["pairwise_f"], 3)) == (523, 0.708)
     assert (lsh["clusters"], round(lsh["pairwise_f"], 3)) == (525, 0.692)
     assert lsh["pairwise_precision"] > 0.99 and abs(lsh["pairwise_f"] - exact["pairwise_f"]) < 0.02
+
+
+def test_cut_refuses_a_tree_built_on_other_urls(planted, tmp_path):
+    root, _ = planted
+    work = tmp_path / "w"
+    pipeline.run(
+        work,
+        Params(weighting="none"),
+        bags=root / "bags.parquet",
+        resources=RESOURCES,
+        only=pipeline.STAGE_NAMES[:6],
+    )
+    hierarchy(work, HierarchyParams(threshold=0.3, r_start=6, r_min=5), resources=RESOURCES)
+    cut(work, 0.3, RESOURCES)
+    fewer = pq.read_table(root / "bags.parquet").slice(0, 200)  # other documents: other url_ids
+    pq.write_table(fewer, tmp_path / "fewer.parquet")
+    pipeline.run(
+        work,
+        Params(weighting="none"),
+        bags=tmp_path / "fewer.parquet",
+        resources=RESOURCES,
+        only=pipeline.STAGE_NAMES[:6],
+    )
+    with pytest.raises(InputError, match="cluster tree was built on other URLs"):
+        cut(work, 0.3, RESOURCES)

@@ -1,0 +1,207 @@
+"""The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/spark.py).
+
+The pipeline's runners (lshsql/pipeline.py) call only these operations, so the same Python drives a stage,
+a CENTER round or a connected-components round on either engine:
+
+    register(inputs)                      a view per relation of Parquet file(s)
+    materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
+    materialize_query(query, ..., out)    a runner's own select -> one Parquet file (the batched COMBINE)
+    to_table(sql, params, table, ...)     a stage file's final select kept as a table (loops of rounds)
+    table(name, select) / append(...)     `create or replace temp table name as select` / `insert into`
+    empty_table(name, columns)            `create or replace temp table name (column type, ...)`
+    view(name, select)                    `create or replace temp view name as select`
+    scalar(query) / row(query)            one value / the first row of a select
+    columns(relation)                     the column names of a registered relation
+
+Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (lshsql/transpile.py). DuckDBEngine
+makes exactly the calls the runners made before this module existed, so DuckDB's outputs are unchanged.
+The engine is not a stage parameter: both engines write the same rows (tests/engines/test_spark_run.py).
+
+Example:
+    >>> with open_engine("spark", resources, spark_master="local[2]") as engine:  # doctest: +SKIP
+    ...     engine.register({"pairs": "work/pairs.parquet"})
+    ...     engine.scalar("select count(*) from pairs")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from lshsql import db, sqlfiles
+from lshsql.errors import ParamError, StageError
+
+ENGINES = ("duckdb", "spark")
+
+
+class DuckDBEngine:
+    """Stage SELECTs on a DuckDB connection (the runners' calls of before, unchanged)."""
+
+    name = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+
+    def register(self, inputs: dict[str, str | list[str]]) -> None:
+        sqlfiles.register_inputs(self.con, inputs)
+
+    def materialize(self, sql, params, out, context=None, compression="zstd") -> int:
+        return sqlfiles.materialize(self.con, sql, params, out, context, compression)
+
+    def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        self.con.execute(
+            f"copy ({query}) to $out (format parquet, compression {compression})", {**params, "out": str(out)}
+        ).fetchall()
+        return db.scalar(self.con, "select count(*) from read_parquet($p)", {"p": str(out)})
+
+    def to_table(self, sql, params: dict, table: str, context=None) -> int:
+        return sqlfiles.to_table(self.con, sql, params, table, context)
+
+    def table(self, name: str, select: str, params: dict | None = None) -> None:
+        self.con.execute(f"create or replace temp table {name} as {select}", params or {}).fetchall()
+
+    def append(self, name: str, select: str) -> None:
+        self.con.execute(f"insert into {name} {select}").fetchall()
+
+    def empty_table(self, name: str, columns: dict[str, str]) -> None:
+        spec = ", ".join(f"{column} {dtype}" for column, dtype in columns.items())
+        self.con.execute(f"create or replace temp table {name} ({spec})").fetchall()
+
+    def view(self, name: str, select: str, params: dict | None = None) -> None:
+        self.con.execute(f"create or replace temp view {name} as {select}", params or {}).fetchall()
+
+    def scalar(self, query: str, params: dict | None = None):
+        return db.scalar(self.con, query, params)
+
+    def row(self, query: str, params: dict | None = None) -> tuple:
+        return self.con.execute(query, params or {}).fetchall()[0]
+
+    def columns(self, relation: str) -> list[str]:
+        return self.con.table(relation).columns
+
+    def band_batch(self, n_urls: int, key_bytes: int) -> int:
+        """LSH tables per batch so that their band keys (key_bytes each) fit in DuckDB's memory limit."""
+        return max(1, db.memory_limit_bytes(self.con) // key_bytes // max(1, n_urls))
+
+
+class SparkEngine:
+    """Stage SELECTs on a SparkSession: transpiled stage files, tables as checkpointed temp views."""
+
+    name = "spark"
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def register(self, inputs: dict[str, str | list[str]]) -> None:
+        from lshsql import spark
+
+        spark.register_inputs(self.spark, inputs)
+
+    def materialize(self, sql, params, out, context=None, compression="zstd") -> int:
+        from lshsql import spark
+
+        rendered = sqlfiles.render(sql, context)
+        return spark.materialize(self.spark, rendered, params, out, name=sql.name, compression=compression)
+
+    def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
+        from lshsql import spark
+
+        return spark.materialize(self.spark, query, params, out, table=table, compression=compression)
+
+    def to_table(self, sql, params: dict, table: str, context=None) -> int:
+        from lshsql import spark
+
+        text = sqlfiles.render(sql, context)
+        return spark.to_table(self.spark, text, params, table, source=sql.name)
+
+    def table(self, name: str, select: str, params: dict | None = None) -> None:
+        from lshsql import spark
+
+        spark.to_table(self.spark, select, params or {}, name)
+
+    def append(self, name: str, select: str) -> None:
+        self.table(name, f"select * from {name} union all {select}")
+
+    def empty_table(self, name: str, columns: dict[str, str]) -> None:
+        spec = ", ".join(f"cast(null as {dtype}) as {column}" for column, dtype in columns.items())
+        self.table(name, f"select {spec} where false")
+
+    def view(self, name: str, select: str, params: dict | None = None) -> None:
+        from lshsql import spark, transpile
+
+        tree = transpile.to_spark_tree(select, name)
+        spark._run(self.spark, tree, params or {}, name).createOrReplaceTempView(name)  # noqa: SLF001
+
+    def scalar(self, query: str, params: dict | None = None):
+        from lshsql import spark
+
+        return spark.scalar(self.spark, query, params)
+
+    def row(self, query: str, params: dict | None = None) -> tuple:
+        from lshsql import spark, transpile
+
+        df = spark._run(self.spark, transpile.to_spark_tree(query), params or {}, "query")  # noqa: SLF001
+        rows = spark._spark_call("query", lambda: df.limit(1).collect())  # noqa: SLF001
+        return tuple(rows[0]) if rows else ()
+
+    def columns(self, relation: str) -> list[str]:
+        return self.spark.table(relation).columns
+
+    def band_batch(self, n_urls: int, key_bytes: int) -> int | None:
+        """All LSH tables at once: Spark spills its shuffles to disk (None: no batches)."""
+        return None
+
+
+Engine = DuckDBEngine | SparkEngine
+
+
+def as_engine(con) -> Engine:
+    """An Engine from an Engine or a DuckDB connection (the runners are also called with a connection)."""
+    return con if isinstance(con, DuckDBEngine | SparkEngine) else DuckDBEngine(con)
+
+
+@contextmanager
+def open_engine(
+    name: str = "duckdb",
+    resources: db.Resources | None = None,
+    spark_master: str = "local[*]",
+    spark_conf: dict[str, str] | None = None,
+) -> Iterator[Engine]:
+    """The engine `name` for a run: a DuckDB connection with `resources`, or a SparkSession on
+    `spark_master` with `spark_conf` (stopped at the end). ParamError (one line) for an unknown engine, or
+    when pyspark, sqlglot or Java is missing."""
+    if name == "duckdb":
+        with db.connect(resources or db.Resources()) as con:
+            from lshsql import udf
+
+            udf.register(con)
+            yield DuckDBEngine(con)
+        return
+    if name != "spark":
+        raise ParamError(f"unknown engine '{name}' (engines: {', '.join(ENGINES)})")
+    from lshsql import spark
+
+    session = spark.session(spark_master, spark_conf)
+    try:
+        yield SparkEngine(session)
+    finally:
+        session.stop()
+
+
+def parse_conf(pairs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """--spark-conf KEY=VALUE options as a dict; ParamError for one without '='."""
+    conf = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ParamError(f"--spark-conf wants KEY=VALUE, got '{pair}'")
+        conf[key.strip()] = value
+    return conf
+
+
+def unsupported(engine: Engine, what: str) -> StageError:
+    return StageError(f"{what} does not run on the {engine.name} engine yet; run it with --engine duckdb")

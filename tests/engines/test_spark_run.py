@@ -1,0 +1,82 @@
+"""`lshsql run --engine spark` gives exactly the pairs and clusters `lshsql run` (DuckDB) gives, on a small
+synthetic bags table with planted near-duplicates; and the engine is not part of the stages' fingerprints.
+
+Needs pyspark and Java (skipped without them). One Spark run, local[2], in a subprocess (the real CLI).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import pyspark  # noqa: F401
+    import sqlglot  # noqa: F401
+except ImportError:
+    pytest.skip(
+        "the Spark engine needs pyspark and sqlglot: pip install 'lshsql[spark]'", allow_module_level=True
+    )
+if not shutil.which("java"):
+    pytest.skip("the Spark engine needs Java: no java on PATH", allow_module_level=True)
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+# Small data: the JVM's quick compiler only (as tests/engines/test_spark_golden.py).
+FAST_START = ["--spark-conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
+COMMON = ["--weighting", "none", "--threshold", "0.5", "--quiet"]
+
+
+def lshsql(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def write_docs(path: Path, n_docs: int = 300, seed: int = 11) -> Path:
+    """Bags (url, term) of n_docs documents: groups of 1-4 near-duplicates of a random base of 30 terms
+    (each member drops ~12 % of the base and adds 3 random terms) over a vocabulary of 600."""
+    rng = random.Random(seed)
+    words = [f"t{i:03d}" for i in range(600)]
+    rows, n = [], 0
+    while n < n_docs:
+        base = rng.sample(words, 30)
+        for _ in range(rng.choice([1, 1, 2, 3, 4])):
+            terms = [w for w in base if rng.random() > 0.12] + rng.sample(words, 3)
+            rows += [{"url": f"http://d{n:04d}.example/", "term": t} for t in dict.fromkeys(terms)]
+            n += 1
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def rows(work: Path, table: str) -> list[dict]:
+    return sorted(pq.read_table(work / f"{table}.parquet").to_pylist(), key=repr)
+
+
+def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
+    docs = write_docs(tmp_path / "docs.parquet")
+    duck, spark = tmp_path / "duckdb", tmp_path / "spark"
+    result = lshsql("run", "--bags", str(docs), "--work", str(duck), *COMMON)
+    assert result.returncode == 0, result.stderr
+    result = lshsql(
+        "run", "--bags", str(docs), "--work", str(spark), *COMMON,
+        "--engine", "spark", "--spark-master", "local[2]", *FAST_START,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    pairs = rows(duck, "pairs")
+    assert len(pairs) > 50 and rows(spark, "pairs") == pairs
+    clusters = rows(duck, "clusters")
+    assert any(c["size"] > 1 for c in clusters) and rows(spark, "clusters") == clusters
+    for table in ("urls", "bags", "signatures", "candidates", "bucket_sizes", "cluster_labels"):
+        assert rows(spark, table) == rows(duck, table), table
+    # the engine is no stage parameter: DuckDB finds the Spark run's folder up to date
+    again = lshsql(
+        "run", "--bags", str(docs), "--work", str(spark), "--weighting", "none", "--threshold", "0.5"
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("up to date") == 11, again.stdout
