@@ -380,6 +380,8 @@ def _run(
         "spark_master": spark.get("spark_master") or "local[*]",
         "spark_conf": parse_conf(spark.get("spark_conf")),
     }
+    if engine != "spark" and (engine_options["spark_conf"] or engine_options["spark_master"] != "local[*]"):
+        raise ParamError("--spark-master and --spark-conf need --engine spark")
     resources = _resources(work, threads, memory_limit)
     if crawl:
         from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl

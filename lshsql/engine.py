@@ -183,13 +183,17 @@ def open_engine(
         return
     if name != "spark":
         raise ParamError(f"unknown engine '{name}' (engines: {', '.join(ENGINES)})")
+    from pyspark.sql import SparkSession
+
     from lshsql import spark
 
+    already_running = SparkSession.getActiveSession() is not None  # a caller's session: not ours to stop
     session = spark.session(spark_master, spark_conf)
     try:
         yield SparkEngine(session)
     finally:
-        session.stop()
+        if not already_running:
+            session.stop()
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...] | None) -> dict[str, str]:

@@ -171,7 +171,8 @@ def hierarchy(
         {
             "params": params.to_json(),
             "pipeline_params": run_params.to_json(),
-            "urls_fingerprint": _urls_fingerprint(work),  # cut checks the tree's url_ids still hold
+            # cut checks the tree's url_ids still hold (a tree of an older lshsql has no such entry)
+            "urls_fingerprint": _urls_fingerprint(work),
             "levels": levels,
             "merges": summary.merges,
             "clusters": n_roots,
@@ -279,7 +280,7 @@ def cut(
         raise InputError(f"{work}: no cluster tree; run `lshsql hierarchy --work {work}` first")
     if not 0 < threshold <= 1:
         raise ParamError(f"threshold must be in (0, 1], got {threshold}")
-    if entry.get("urls_fingerprint") != _urls_fingerprint(work):
+    if "urls_fingerprint" in entry and entry["urls_fingerprint"] != _urls_fingerprint(work):
         raise InputError(
             f"{work}: the cluster tree was built on other URLs (urls.parquet changed since); "
             f"rerun `lshsql hierarchy --work {work}`"

@@ -55,6 +55,8 @@ DEFAULT_CONF = {
     # timestamps as DuckDB writes them (timestamp[us, tz=UTC]), not Spark's default INT96
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+# Settings the rows depend on (time zone of timestamps, ANSI overflow and cast errors as in DuckDB).
+SAME_ROWS_CONF = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
 COMPRESSIONS = ("zstd", "snappy")
 
 
@@ -90,6 +92,9 @@ def session(master: str = "local[*]", conf: dict[str, str] | None = None):
             "spark.default.parallelism": str(cores),
             "spark.ui.enabled": "false",
         }
+    fixed = sorted(key for key in conf or {} if key in SAME_ROWS_CONF)
+    if fixed:  # the engine is in no fingerprint: its outputs must equal DuckDB's
+        raise ParamError(f"--spark-conf {', '.join(fixed)}: fixed by lshsql so Spark gives DuckDB's rows")
     settings |= conf or {}
     from pyspark.sql import SparkSession
 
@@ -103,8 +108,12 @@ def session(master: str = "local[*]", conf: dict[str, str] | None = None):
             f"Spark did not start ({master}): {_one_line(e)} (Spark 4 needs Java 17 or later; "
             f"JAVA_HOME={os.environ.get('JAVA_HOME', 'unset')}, java on PATH: {shutil.which('java')})"
         ) from None
-    spark.sparkContext.setLogLevel("ERROR")
-    register_udfs(spark)
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+        register_udfs(spark)
+    except Exception:
+        spark.stop()
+        raise
     return spark
 
 

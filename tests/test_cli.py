@@ -72,6 +72,10 @@ def test_version():
             ],
             "--spark-conf wants KEY=VALUE, got 'x'",
         ),
+        (
+            ["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--spark-master", "spark://head:7077"],
+            "--spark-master and --spark-conf need --engine spark",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):

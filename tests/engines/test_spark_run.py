@@ -80,3 +80,12 @@ def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("up to date") == 11, again.stdout
+
+
+def test_settings_the_rows_depend_on_cannot_be_overridden():
+    pytest.importorskip("pyspark")
+    from lshsql import spark
+    from lshsql.errors import ParamError
+
+    with pytest.raises(ParamError, match="spark.sql.ansi.enabled: fixed by lshsql"):
+        spark.session("local[1]", {"spark.sql.ansi.enabled": "false"})
