@@ -7,7 +7,6 @@ by record batch, SGML by <REUTERS> element) so memory does not grow with the siz
 
 from __future__ import annotations
 
-import glob
 import gzip
 import html
 import json
@@ -21,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lshsql.errors import InputError
+from lshsql.sources import expand_paths
 
 FORMATS = ("auto", "jsonl", "parquet", "reuters")
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")
@@ -59,22 +59,18 @@ def resolve_documents(paths: list[str], fmt: str = "auto") -> list[DocSource]:
     if not paths:
         raise InputError("no documents given")
     sources: list[DocSource] = []
-    for raw in paths:
-        matches = [raw] if os.path.exists(raw) else sorted(glob.glob(raw, recursive=True))
-        if not matches:
-            raise InputError(f"{raw}: no such file or directory")
-        for path in matches:
-            if os.path.isdir(path):
-                files = sorted(
-                    str(p)
-                    for p in Path(path).rglob("*")
-                    if p.is_file() and p.name.lower().endswith(DOCUMENT_SUFFIXES)
-                )
-                if not files:
-                    raise InputError(f"{path}: folder has no .jsonl, .parquet or .sgm files")
-            else:
-                files = [path]
-            sources.extend(DocSource(f, sniff_format(f) if fmt == "auto" else fmt) for f in files)
+    for path in expand_paths(paths):
+        if os.path.isdir(path):
+            files = sorted(
+                str(p)
+                for p in Path(path).rglob("*")
+                if p.is_file() and p.name.lower().endswith(DOCUMENT_SUFFIXES)
+            )
+            if not files:
+                raise InputError(f"{path}: folder has no .jsonl, .parquet or .sgm files")
+        else:
+            files = [path]
+        sources.extend(DocSource(f, sniff_format(f) if fmt == "auto" else fmt) for f in files)
     return sources
 
 

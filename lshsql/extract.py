@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -173,27 +173,57 @@ def extract(
 def _parse_all(
     sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path, progress: Progress | None
 ) -> int:
-    """Parse every record into the three raw tables; returns the number of records read."""
-    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schemas.raw_schema(t)) for t in RAW_TABLES}
+    """Parse every record into the raw tables; returns the number of records read."""
+    return write_raw_tables(
+        _batches(sources, params),
+        partial(parse_batch, params=params),
+        partial(_skipped_rows, url_options=params.url_options()),
+        lambda record: len(record.body),
+        {t: schemas.raw_schema(t) for t in RAW_TABLES},
+        raw_dir,
+        workers,
+        progress,
+    )
+
+
+def write_raw_tables(
+    batches: Iterator[tuple[list, list]],
+    parse: Callable[[list], tuple[pa.RecordBatch, ...]],
+    skipped_rows: Callable[[list], tuple[pa.RecordBatch, ...]],
+    size_of: Callable[[object], int],
+    tables: dict[str, pa.Schema],
+    raw_dir: Path,
+    workers: int,
+    progress: Progress | None,
+) -> int:
+    """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
+    pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded) and their
+    rows streamed, in input order, to raw_dir/<table>.parquet; returns the number of records read. `parse`
+    must be picklable (a module-level function or a partial of one)."""
+    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
     pending: deque[Future | tuple] = deque()
-    n_read = n_bytes = 0
+    n_read = n_size = 0
+
+    def write(batches: tuple[pa.RecordBatch, ...]) -> None:
+        for table, batch in zip(tables, batches, strict=True):
+            if batch.num_rows:
+                writers[table].write_batch(batch)
+
     try:
-        for batch, skipped in _batches(sources, params):
+        for batch, skipped in batches:
             n_read += len(batch) + len(skipped)
-            n_bytes += sum(len(r.body) for _, r in batch)
+            n_size += sum(size_of(record) for _, record in batch)
             if skipped:
-                _write(writers, _skipped_rows(skipped, params.url_options()))
+                write(skipped_rows(skipped))
             if batch:
-                pending.append(
-                    pool.submit(parse_batch, batch, params) if pool else parse_batch(batch, params)
-                )
+                pending.append(pool.submit(parse, batch) if pool else parse(batch))
             while len(pending) > 2 * workers:
-                _write(writers, _result(pending.popleft()))
+                write(_result(pending.popleft()))
             if progress:
-                progress(n_read, n_bytes)
+                progress(n_read, n_size)
         while pending:
-            _write(writers, _result(pending.popleft()))
+            write(_result(pending.popleft()))
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
@@ -204,12 +234,6 @@ def _parse_all(
 
 def _result(item: Future | tuple) -> tuple:
     return item.result() if isinstance(item, Future) else item
-
-
-def _write(writers: dict[str, pq.ParquetWriter], batches: tuple[pa.RecordBatch, ...]) -> None:
-    for table, batch in zip(RAW_TABLES, batches, strict=True):
-        if batch.num_rows:
-            writers[table].write_batch(batch)
 
 
 def _batches(sources: list[Source], params: ExtractParams) -> Iterator[tuple[list, list]]:

@@ -12,14 +12,12 @@ import hashlib
 import json
 import shutil
 import time
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lshsql import db, manifest, schemas
 from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
@@ -30,9 +28,9 @@ from lshsql.extract import (
     _finalize,
     _inputs,
     _normalizer,
-    _result,
     _Rows,
     surface_batch,
+    write_raw_tables,
 )
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, words
 
@@ -221,43 +219,17 @@ def _normalize_all(
     sources: list[DocSource], params: IngestParams, workers: int, raw_dir: Path, progress: Progress | None
 ) -> int:
     """Normalize every document into the raw tables (workers in parallel); returns the records read."""
-    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", _raw_schema(t)) for t in TABLES}
     _normalizer(params.text_options())  # NLTK imported once here: forked workers inherit it
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
-    pending: deque[Future | tuple] = deque()
-    n_read = n_chars = 0
-    try:
-        for batch, skipped in _batches(sources, params):
-            n_read += len(batch) + len(skipped)
-            n_chars += sum(len(doc.text or "") for _, doc in batch)
-            if skipped:
-                _write(writers, _skipped_rows(skipped))
-            if batch:
-                pending.append(
-                    pool.submit(normalize_batch, batch, params) if pool else normalize_batch(batch, params)
-                )
-            while len(pending) > 2 * workers:
-                _write(writers, _result(pending.popleft()))
-            if progress:
-                progress(n_read, n_chars)
-        while pending:
-            _write(writers, _result(pending.popleft()))
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-        for writer in writers.values():
-            writer.close()
-    return n_read
-
-
-def _raw_schema(table: str) -> pa.Schema:
-    return LABELS_RAW if table == "labels" else schemas.raw_schema(table)
-
-
-def _write(writers: dict[str, pq.ParquetWriter], batches: tuple[pa.RecordBatch, ...]) -> None:
-    for table, batch in zip(TABLES, batches, strict=True):
-        if batch.num_rows:
-            writers[table].write_batch(batch)
+    return write_raw_tables(
+        _batches(sources, params),
+        partial(normalize_batch, params=params),
+        _skipped_rows,
+        lambda doc: len(doc.text or ""),
+        {t: LABELS_RAW if t == "labels" else schemas.raw_schema(t) for t in TABLES},
+        raw_dir,
+        workers,
+        progress,
+    )
 
 
 def _batches(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[list, list]]:

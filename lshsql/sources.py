@@ -66,14 +66,19 @@ def resolve_sources(paths: list[str], base_url: str | None = None) -> list[Sourc
     """Expand files, folders and globs into sources in a stable order; raise InputError for bad paths."""
     if not paths:
         raise InputError("no crawl given")
-    sources: list[Source] = []
+    return [source for path in expand_paths(paths) for source in _sources_at(path, base_url)]
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Each argument as written when it exists, else its glob matches in sorted order; InputError for an
+    argument that names nothing."""
+    expanded: list[str] = []
     for raw in paths:
         matches = [raw] if os.path.exists(raw) else sorted(glob.glob(raw, recursive=True))
         if not matches:
             raise InputError(f"{raw}: no such file or directory")
-        for path in matches:
-            sources.extend(_sources_at(path, base_url))
-    return sources
+        expanded.extend(matches)
+    return expanded
 
 
 def _sources_at(path: str, base_url: str | None) -> list[Source]:

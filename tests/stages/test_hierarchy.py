@@ -119,17 +119,18 @@ def _partition(path) -> set[frozenset[str]]:
     return {frozenset(g) for g in groups.values()}
 
 
+def signatures_of(work, bags) -> None:
+    """The stages up to signatures on a bags table of plain sets (the input of hierarchy)."""
+    pipeline.run(
+        work, Params(weighting="none"), bags=bags, resources=RESOURCES, only=pipeline.STAGE_NAMES[:6]
+    )
+
+
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     root = tmp_path_factory.mktemp("planted")
     bags = _planted_corpus(root / "bags.parquet")
-    pipeline.run(
-        root / "work",
-        Params(weighting="none", threshold=0.5),
-        bags=root / "bags.parquet",
-        resources=RESOURCES,
-        only=pipeline.STAGE_NAMES[:6],
-    )
+    signatures_of(root / "work", root / "bags.parquet")
     return root, bags
 
 
@@ -167,13 +168,7 @@ def test_hierarchy_is_deterministic(planted, tmp_path):
     outputs = []
     for name in ("a", "b"):
         work = tmp_path / name
-        pipeline.run(
-            work,
-            Params(weighting="none"),
-            bags=root / "bags.parquet",
-            resources=RESOURCES,
-            only=pipeline.STAGE_NAMES[:6],
-        )
+        signatures_of(work, root / "bags.parquet")
         hierarchy(work, HierarchyParams(threshold=0.3, r_start=8, r_min=3, delta=1), resources=RESOURCES)
         cut(work, 0.4, RESOURCES)
         outputs.append(
@@ -278,23 +273,11 @@ def test_reuters_1000_lsh_single_link_tracks_exact_single_link(tmp_path):
 def test_cut_refuses_a_tree_built_on_other_urls(planted, tmp_path):
     root, _ = planted
     work = tmp_path / "w"
-    pipeline.run(
-        work,
-        Params(weighting="none"),
-        bags=root / "bags.parquet",
-        resources=RESOURCES,
-        only=pipeline.STAGE_NAMES[:6],
-    )
+    signatures_of(work, root / "bags.parquet")
     hierarchy(work, HierarchyParams(threshold=0.3, r_start=6, r_min=5), resources=RESOURCES)
     cut(work, 0.3, RESOURCES)
     fewer = pq.read_table(root / "bags.parquet").slice(0, 200)  # other documents: other url_ids
     pq.write_table(fewer, tmp_path / "fewer.parquet")
-    pipeline.run(
-        work,
-        Params(weighting="none"),
-        bags=tmp_path / "fewer.parquet",
-        resources=RESOURCES,
-        only=pipeline.STAGE_NAMES[:6],
-    )
+    signatures_of(work, tmp_path / "fewer.parquet")
     with pytest.raises(InputError, match="cluster tree was built on other URLs"):
         cut(work, 0.3, RESOURCES)
