@@ -59,7 +59,7 @@ bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB
 bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, all docs: time, F-measure
 	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --headline-cut 0.25 --out bench/RESULTS.md
 
-bench-spark: install  ## lshsql run --bags on DuckDB and on Spark local[2], 10k docs: median wall of 3, peak RSS with the JVM
+bench-spark: install  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches

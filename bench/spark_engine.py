@@ -1,11 +1,12 @@
-"""`lshsql run --bags` with --engine duckdb and --engine spark (local[2]) on the same synthetic corpus:
-wall time (median of --runs) and peak RSS summed over the process tree, the JVM included.
+"""`lshsql run --bags` and `lshsql extract` with --engine duckdb and --engine spark (local[2]) on the same
+inputs: wall time (median of --runs) and peak RSS summed over the process tree, the JVM included.
 
     python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
 
-The corpus is bench/gen_bags.py's (made once, kept in --data). Each run is a fresh `lshsql run` process in
-an empty work folder, so the Spark numbers include starting the JVM; a monitor samples /proc every 0.2 s.
-Both engines' pairs are compared after the runs (they must be the same rows).
+The bags are bench/gen_bags.py's (made once, kept in --data); the crawl is the shared crawls' WARC files
+(--crawl, one Spark task each). Each run is a fresh `lshsql` process in an empty work folder, so the Spark
+numbers include starting the JVM; a monitor samples /proc every 0.2 s. Both engines' pairs, and pages, are
+compared after the runs (they must be the same rows).
 """
 
 from __future__ import annotations
@@ -35,10 +36,8 @@ ENGINES = {
 }
 
 
-def one_run(bags: Path, work: Path, threshold: float, engine: str) -> dict:
-    shutil.rmtree(work, ignore_errors=True)
-    cmd = [LSHSQL, "run", "--bags", str(bags), "--weighting", "none", "--threshold", str(threshold)]
-    cmd += ["--work", str(work), "--quiet", *ENGINES[engine]]
+def measure(cmd: list[str]) -> dict:
+    """Run cmd; its wall time and the peak RSS (MB) of its process tree."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak, done = [0], threading.Event()
@@ -55,39 +54,64 @@ def one_run(bags: Path, work: Path, threshold: float, engine: str) -> dict:
     thread.join()
     wall = time.perf_counter() - started
     if proc.returncode:
-        raise SystemExit(f"lshsql --engine {engine} failed ({proc.returncode}):\n{output[-3000:]}")
-    pairs = pq.read_table(work / "pairs.parquet").num_rows
-    return {"wall": wall, "rss_mb": peak[0] / 2**20, "pairs": pairs}
+        raise SystemExit(f"{' '.join(cmd[:3])} failed ({proc.returncode}):\n{output[-3000:]}")
+    return {"wall": wall, "rss_mb": peak[0] / 2**20}
 
 
-def same_pairs(a: Path, b: Path) -> bool:
-    rows = [sorted(pq.read_table(w / "pairs.parquet").to_pylist(), key=repr) for w in (a, b)]
+def one_run(bags: Path, work: Path, threshold: float, engine: str) -> dict:
+    shutil.rmtree(work, ignore_errors=True)
+    cmd = [LSHSQL, "run", "--bags", str(bags), "--weighting", "none", "--threshold", str(threshold)]
+    result = measure([*cmd, "--work", str(work), "--quiet", *ENGINES[engine]])
+    return {**result, "rows": pq.read_table(work / "pairs.parquet").num_rows}
+
+
+def one_extract(crawl: list[str], work: Path, engine: str) -> dict:
+    shutil.rmtree(work, ignore_errors=True)
+    result = measure([LSHSQL, "extract", *crawl, "--work", str(work), "--quiet", *ENGINES[engine]])
+    return {**result, "rows": pq.read_table(work / "pages.parquet").num_rows}
+
+
+def same_rows(a: Path, b: Path, table: str) -> bool:
+    rows = [pq.read_table(w / f"{table}.parquet").to_pylist() for w in (a, b)]
     return rows[0] == rows[1]
 
 
-def markdown(docs: int, rows: int, threshold: float, results: dict, same: bool) -> str:
-    lines = [
-        "## The Spark engine: `lshsql run --bags` on DuckDB and on Spark local[2]",
-        "",
-        f"{date.today().isoformat()}, {machine()}. `python bench/spark_engine.py` (`make bench-spark`): "
-        f"{docs:,} synthetic documents ({rows:,} bag rows, bench/gen_bags.py), `--weighting none "
-        f"--threshold {threshold}`, a fresh process and work folder per run (Spark's JVM start included); "
-        "wall time the median of the runs, peak RSS summed over the process tree (Python, DuckDB, JVM, "
-        f"Python workers). Same pairs on both engines: {'yes' if same else 'NO'}.",
-        "",
-        "| engine | wall s (median) | runs | peak RSS MB | pairs |",
-        "|---|---|---|---|---|",
-    ]
+def table(results: dict, rows: str) -> list[str]:
+    lines = [f"| engine | wall s (median) | runs | peak RSS MB | {rows} |", "|---|---|---|---|---|"]
     for engine, runs in results.items():
         walls = ", ".join(f"{r['wall']:.1f}" for r in runs)
         lines.append(
             f"| {engine} | {statistics.median(r['wall'] for r in runs):.1f} | {walls} | "
-            f"{max(r['rss_mb'] for r in runs):.0f} | {runs[0]['pairs']:,} |"
+            f"{max(r['rss_mb'] for r in runs):.0f} | {runs[0]['rows']:,} |"
         )
-    lines += [
+    return lines
+
+
+def markdown(docs: int, rows: int, threshold: float, runs: dict, extracts: dict, crawl: list[str]) -> str:
+    same_pairs, same_pages = runs.pop("same"), extracts.pop("same")
+    mb = sum(Path(f).stat().st_size for f in crawl) / 1e6
+    lines = [
+        "## The Spark engine: `lshsql run --bags` and `lshsql extract` on DuckDB and on Spark local[2]",
+        "",
+        f"{date.today().isoformat()}, {machine()}. `python bench/spark_engine.py` (`make bench-spark`); a "
+        "fresh process and work folder per run (Spark's JVM start included); wall time the median of the "
+        "runs, peak RSS summed over the process tree (Python, DuckDB, JVM, Python workers).",
+        "",
+        f"**`lshsql run --bags`**: {docs:,} synthetic documents ({rows:,} bag rows, bench/gen_bags.py), "
+        f"`--weighting none --threshold {threshold}`. Same pairs on both engines: "
+        f"{'yes' if same_pairs else 'NO'}.",
+        "",
+        *table(runs, "pairs"),
+        "",
+        f"**`lshsql extract`**: the {len(crawl)} WARC files of ../shared/data/crawls ({mb:.1f} MB gzipped), "
+        "2 worker processes on DuckDB, one Spark task per file on Spark. Same pages, links and fragments on "
+        f"both engines: {'yes' if same_pages else 'NO'}.",
+        "",
+        *table(extracts, "pages"),
         "",
         "On one machine DuckDB is the faster engine by far: Spark pays for the JVM, a job per stage and per "
-        "CENTER round, and Python UDF workers. The Spark engine is for data beyond one machine.",
+        "CENTER round (per bucket of fragments in extraction), and Python UDF workers. The Spark engine is "
+        "for data beyond one machine.",
     ]
     return "\n".join(lines)
 
@@ -98,6 +122,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--data", type=Path, default=Path("bench-data/spark"))
+    parser.add_argument("--crawl", type=Path, default=Path("../shared/data/crawls"))
     parser.add_argument("--out", type=Path, default=Path("bench/RESULTS.md"))
     args = parser.parse_args()
     corpus = args.data / f"b{args.docs}"
@@ -105,15 +130,24 @@ def main() -> None:
         print(f"generating {args.docs:,} documents ...", flush=True)
         generate(corpus, args.docs, 200_000, 90.0, 0.2, 1)
     bags = corpus / "docs.parquet"
-    results: dict[str, list[dict]] = {}
+    crawl = sorted(str(p) for p in args.crawl.glob("*.warc.gz"))
+    runs: dict = {}
+    extracts: dict = {}
     for engine in ENGINES:
         for number in range(args.runs):
             result = one_run(bags, args.data / f"w-{engine}", args.threshold, engine)
-            print(json.dumps({"engine": engine, "run": number + 1, **result}), flush=True)
-            results.setdefault(engine, []).append(result)
-    same = same_pairs(args.data / "w-duckdb", args.data / "w-spark")
+            print(json.dumps({"run --bags": engine, "run": number + 1, **result}), flush=True)
+            runs.setdefault(engine, []).append(result)
+            result = one_extract(crawl, args.data / f"x-{engine}", engine)
+            print(json.dumps({"extract": engine, "run": number + 1, **result}), flush=True)
+            extracts.setdefault(engine, []).append(result)
+    runs["same"] = same_rows(args.data / "w-duckdb", args.data / "w-spark", "pairs")
+    extracts["same"] = all(
+        same_rows(args.data / "x-duckdb", args.data / "x-spark", t)
+        for t in ("pages", "links", *(f"fragments/bucket={i}/data" for i in range(16)))
+    )
     rows = pq.read_metadata(bags).num_rows
-    write_section(args.out, "spark", markdown(args.docs, rows, args.threshold, results, same))
+    write_section(args.out, "spark", markdown(args.docs, rows, args.threshold, runs, extracts, crawl))
     print(f"wrote {args.out}")
 
 

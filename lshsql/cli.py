@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -259,9 +260,13 @@ def extract(
     max_page_mb: MaxPageMb = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    engine: EngineName = "duckdb",
+    spark_master: SparkMaster = "local[*]",
+    spark_conf: SparkConf = None,
     quiet: Quiet = False,
 ) -> None:
-    """Extract anchor-window fragments, links and pages from a crawl into the work folder.
+    """Extract anchor-window fragments, links and pages from a crawl into the work folder. With
+    --engine spark, one Spark task per input file parses it, and Spark writes the same tables.
 
     Example: lshsql extract examples/crawl.warc.gz --work work
     """
@@ -280,7 +285,14 @@ def extract(
         max_page_mb=max_page_mb,
         base_url=base_url,
     )
-    summary = run_extract(crawl, work, params, _resources(work, threads, memory_limit), _progress(quiet))
+    summary = run_extract(
+        crawl,
+        work,
+        params,
+        _resources(work, threads, memory_limit),
+        _progress(quiet),
+        **_engine_options(engine, spark_master, spark_conf),
+    )
     for line in summary.lines():
         typer.echo(line)
 
@@ -352,6 +364,24 @@ def ingest(
         typer.echo(line)
 
 
+def _engine_options(engine: str = "duckdb", spark_master: str | None = None, spark_conf=None) -> dict:
+    """--engine, --spark-master and --spark-conf as keyword arguments of the API (run, extract, hierarchy);
+    ParamError for an unknown engine, or Spark options without --engine spark."""
+    from lshsql.engine import ENGINES, parse_conf
+    from lshsql.errors import ParamError
+
+    if engine not in ENGINES:
+        raise ParamError(f"--engine must be one of {', '.join(ENGINES)}, got '{engine}'")
+    options = {
+        "engine": engine,
+        "spark_master": spark_master or "local[*]",
+        "spark_conf": parse_conf(spark_conf),
+    }
+    if engine != "spark" and (options["spark_conf"] or options["spark_master"] != "local[*]"):
+        raise ParamError("--spark-master and --spark-conf need --engine spark")
+    return options
+
+
 def _run(
     stage_name: str | None,
     crawl,
@@ -365,43 +395,40 @@ def _run(
     quiet: bool,
     spark: dict | None = None,
 ) -> None:
-    from lshsql.engine import ENGINES, parse_conf
     from lshsql.errors import ParamError
     from lshsql.pipeline import run
 
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
-    spark = dict(spark or {})
-    engine = spark.pop("engine", "duckdb")
-    if engine not in ENGINES:
-        raise ParamError(f"--engine must be one of {', '.join(ENGINES)}, got '{engine}'")
-    engine_options = {
-        "engine": engine,
-        "spark_master": spark.get("spark_master") or "local[*]",
-        "spark_conf": parse_conf(spark.get("spark_conf")),
-    }
-    if engine != "spark" and (engine_options["spark_conf"] or engine_options["spark_master"] != "local[*]"):
-        raise ParamError("--spark-master and --spark-conf need --engine spark")
-    resources = _resources(work, threads, memory_limit)
-    if crawl:
-        from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
+    from lshsql.engine import open_engine
 
-        summary = extract_if_changed(
-            crawl, work, _extract_params(**extract_options), resources, _progress(quiet), force
+    options = _engine_options(**(spark or {}))
+    resources = _resources(work, threads, memory_limit)
+    # one Spark session for extraction and the stages (DuckDB opens a connection for each)
+    on_spark = options["engine"] == "spark"
+    spark_session = open_engine(options["engine"], resources, options["spark_master"], options["spark_conf"])
+    with spark_session if on_spark else nullcontext() as shared:
+        if shared:
+            options["engine"] = shared
+        if crawl:
+            from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
+
+            summary = extract_if_changed(
+                crawl, work, _extract_params(**extract_options), resources, _progress(quiet), force, **options
+            )
+            if summary and not quiet:
+                typer.echo("\n".join(summary.lines()), err=True)
+        only = (stage_name,) if stage_name else None
+        result = run(
+            work,
+            _params(work, given),
+            bags=bags,
+            resources=resources,
+            force=force,
+            only=only,
+            log=_say(quiet),
+            **options,
         )
-        if summary and not quiet:
-            typer.echo("\n".join(summary.lines()), err=True)
-    only = (stage_name,) if stage_name else None
-    result = run(
-        work,
-        _params(work, given),
-        bags=bags,
-        resources=resources,
-        force=force,
-        only=only,
-        log=_say(quiet),
-        **engine_options,
-    )
     for line in result.lines():
         typer.echo(line)
     p = result.params
@@ -686,6 +713,9 @@ def hierarchy(
     seed: Seed = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    engine: EngineName = "duckdb",
+    spark_master: SparkMaster = "local[*]",
+    spark_conf: SparkConf = None,
     quiet: Quiet = False,
 ) -> None:
     """Hierarchical single-link clustering by LSH with a shrinking band size: levels r = r_start,
@@ -702,7 +732,12 @@ def hierarchy(
     given |= {"num_perm": num_perm, "seed": seed}
     params = HierarchyParams(threshold, r_start, r_min, delta, method, verify, max_bucket, level_thresholds)
     summary = build(
-        work, params, _params(work, given), _resources(work, threads, memory_limit), log=_say(quiet)
+        work,
+        params,
+        _params(work, given),
+        _resources(work, threads, memory_limit),
+        log=_say(quiet),
+        **_engine_options(engine, spark_master, spark_conf),
     )
     for line in summary.lines():
         typer.echo(line)

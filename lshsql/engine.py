@@ -5,9 +5,11 @@ a CENTER round or a connected-components round on either engine:
 
     register(inputs)                      a view per relation of Parquet file(s)
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
+    materialize_partitioned(sql, ...)     a stage file's final select -> one ordered file per partition
     materialize_query(query, ..., out)    a runner's own select -> one Parquet file (the batched COMBINE)
     to_table(sql, params, table, ...)     a stage file's final select kept as a table (loops of rounds)
     table(name, select) / append(...)     `create or replace temp table name as select` / `insert into`
+                                          (both with named parameters)
     empty_table(name, columns)            `create or replace temp table name (column type, ...)`
     view(name, select)                    `create or replace temp view name as select`
     scalar(query) / row(query)            one value / the first row of a select
@@ -51,6 +53,9 @@ class DuckDBEngine:
     def materialize(self, sql, params, out, context=None, compression="zstd") -> int:
         return sqlfiles.materialize(self.con, sql, params, out, context, compression)
 
+    def materialize_partitioned(self, sql, params: dict, out_dir, column: str, n: int) -> int:
+        return sqlfiles.materialize_partitioned(self.con, sql, params, out_dir, column, n)
+
     def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         self.con.execute(
@@ -64,8 +69,8 @@ class DuckDBEngine:
     def table(self, name: str, select: str, params: dict | None = None) -> None:
         self.con.execute(f"create or replace temp table {name} as {select}", params or {}).fetchall()
 
-    def append(self, name: str, select: str) -> None:
-        self.con.execute(f"insert into {name} {select}").fetchall()
+    def append(self, name: str, select: str, params: dict | None = None) -> None:
+        self.con.execute(f"insert into {name} {select}", params or {}).fetchall()
 
     def empty_table(self, name: str, columns: dict[str, str]) -> None:
         spec = ", ".join(f"{column} {dtype}" for column, dtype in columns.items())
@@ -107,6 +112,19 @@ class SparkEngine:
         rendered = sqlfiles.render(sql, context)
         return spark.materialize(self.spark, rendered, params, out, name=sql.name, compression=compression)
 
+    def materialize_partitioned(self, sql, params: dict, out_dir, column: str, n: int) -> int:
+        """As sqlfiles.materialize_partitioned: out_dir/<column>=<i>/data.parquet for i in 0..n-1, each
+        ordered, without the column; the select is computed once (a checkpoint) and filtered n times."""
+        table = f"lshsql_{sql.stage}"
+        self.to_table(sql, params, table)
+        kept = ", ".join(c for c in self.columns(table) if c != column)
+        rows = 0
+        for part in range(n):
+            query = f"select {kept} from {table} where {column} = $part order by {sql.order}"
+            path = Path(out_dir) / f"{column}={part}" / "data.parquet"
+            rows += self.materialize_query(query, {"part": part}, path, table=sql.writes)
+        return rows
+
     def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
         from lshsql import spark
 
@@ -123,8 +141,8 @@ class SparkEngine:
 
         spark.to_table(self.spark, select, params or {}, name)
 
-    def append(self, name: str, select: str) -> None:
-        self.table(name, f"select * from {name} union all {select}")
+    def append(self, name: str, select: str, params: dict | None = None) -> None:
+        self.table(name, f"select * from {name} union all {select}", params)
 
     def empty_table(self, name: str, columns: dict[str, str]) -> None:
         spec = ", ".join(f"cast(null as {dtype}) as {column}" for column, dtype in columns.items())
@@ -145,7 +163,7 @@ class SparkEngine:
         from lshsql import spark, transpile
 
         df = spark._run(self.spark, transpile.to_spark_tree(query), params or {}, "query")  # noqa: SLF001
-        rows = spark._spark_call("query", lambda: df.limit(1).collect())  # noqa: SLF001
+        rows = spark.spark_call("query", lambda: df.limit(1).collect())
         return tuple(rows[0]) if rows else ()
 
     def columns(self, relation: str) -> list[str]:
@@ -166,14 +184,18 @@ def as_engine(con) -> Engine:
 
 @contextmanager
 def open_engine(
-    name: str = "duckdb",
+    name: str | Engine = "duckdb",
     resources: db.Resources | None = None,
     spark_master: str = "local[*]",
     spark_conf: dict[str, str] | None = None,
 ) -> Iterator[Engine]:
     """The engine `name` for a run: a DuckDB connection with `resources`, or a SparkSession on
-    `spark_master` with `spark_conf` (stopped at the end). ParamError (one line) for an unknown engine, or
-    when pyspark, sqlglot or Java is missing."""
+    `spark_master` with `spark_conf` (stopped at the end). An Engine given instead of a name is used as it
+    is and left open (a command that runs the pipeline and then its own rounds opens one engine for both).
+    ParamError (one line) for an unknown engine, or when pyspark, sqlglot or Java is missing."""
+    if isinstance(name, DuckDBEngine | SparkEngine):
+        yield name
+        return
     if name == "duckdb":
         with db.connect(resources or db.Resources()) as con:
             from lshsql import udf

@@ -31,13 +31,16 @@ BINS = 10
 REQUIRED = ("bags", "urls", "candidates", "pairs")
 
 
-def register_flattened_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def register_flattened_bags(con, path: Path) -> None:
     """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
-    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree."""
+    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree.
+    `con`: a DuckDB connection or an Engine (lshsql/engine.py)."""
+    from lshsql.engine import as_engine
+
+    engine = as_engine(con)
+    engine.register({"bags_file": str(path)})
     copies = "cast(greatest(1, cast(round(weight) as integer)) as double) as weight"
-    con.read_parquet(str(path)).project(f"url_id, term_hash, tf, df, {copies}").create_view(
-        "bags", replace=True
-    )
+    engine.view("bags", f"select url_id, term_hash, tf, df, {copies} from bags_file")
 
 
 def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float) -> int:

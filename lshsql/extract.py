@@ -2,14 +2,20 @@
 
 The main process reads records (sources.py) and hands batches of pages to a pool of worker processes,
 which parse them (anchors.py) and return Arrow batches; the main process streams those to intermediate
-Parquet. DuckDB then resolves duplicate captures and writes the final, ordered tables (sql/01..03), so
+Parquet. DuckDB then resolves duplicate captures and writes the final, ordered tables (sql/01..05), so
 the outputs are byte-identical whatever the number of workers.
+
+With engine="spark" the input files are spread over Spark's executors instead, one task per file
+(`parse_file`, the same reading and parsing), each writing its intermediate Parquet to the work folder,
+and Spark runs sql/01..05: the same rows as DuckDB writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections import Counter, deque
@@ -26,6 +32,7 @@ import xxhash
 
 from lshsql import db, manifest, schemas, sqlfiles, urls
 from lshsql.anchors import parse_page, sniff_skip_reason
+from lshsql.engine import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import Record, Source, iter_records, resolve_sources
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
@@ -131,6 +138,9 @@ def extract(
     params: ExtractParams = ExtractParams(),
     resources: db.Resources | None = None,
     progress: Progress | None = None,
+    engine: str | Engine = "duckdb",
+    spark_master: str = "local[*]",
+    spark_conf: dict[str, str] | None = None,
 ) -> ExtractSummary:
     """Extract anchor-window fragments, links and pages from crawls into `work`.
 
@@ -138,7 +148,10 @@ def extract(
         crawl: WARC/ARC files, folders of them, globs, JSON Lines files, or a folder of .html pages.
         work: output folder (created).
         params: what to extract; resources: DuckDB memory/threads and worker processes.
-        progress: called with (records read, HTML bytes read) after each batch.
+        progress: called with (records read, HTML bytes read) after each batch (not on Spark).
+        engine: "duckdb" (worker processes here), "spark" (one Spark task per input file; the files and
+            the work folder must be at the same paths on every executor), or an open Engine.
+        spark_master, spark_conf: for engine="spark", as in `pipeline.run`.
 
     Example:
         >>> summary = extract(["examples/crawl.warc.gz"], "work")  # doctest: +SKIP
@@ -151,11 +164,17 @@ def extract(
     raw_dir = work / "tmp" / "extract"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)
-    n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
-    if n_read == 0:
-        raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
+    on_spark = engine == "spark" or getattr(engine, "name", None) == "spark"
+    if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
+        n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
+    with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
+        if on_spark:
+            n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
+        if n_read == 0:
+            raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
+        _finalize(stage_engine, raw_dir, work, params.buckets)
     with db.connect(resources) as con:
-        summary = _finalize(con, raw_dir, work, params.buckets)
+        summary = _count(con, work)
     shutil.rmtree(raw_dir, ignore_errors=True)
     summary = ExtractSummary(
         **{**summary.__dict__, "seconds": time.perf_counter() - started, "files": [s.path for s in sources]}
@@ -174,6 +193,16 @@ def _parse_all(
     sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path, progress: Progress | None
 ) -> int:
     """Parse every record into the raw tables; returns the number of records read."""
+    return _write_raw(list(enumerate(sources)), params, workers, raw_dir, progress)
+
+
+def _write_raw(
+    sources: list[tuple[int, Source]],
+    params: ExtractParams,
+    workers: int,
+    raw_dir: Path,
+    progress: Progress | None = None,
+) -> int:
     return write_raw_tables(
         _batches(sources, params),
         partial(parse_batch, params=params),
@@ -236,12 +265,13 @@ def _result(item: Future | tuple) -> tuple:
     return item.result() if isinstance(item, Future) else item
 
 
-def _batches(sources: list[Source], params: ExtractParams) -> Iterator[tuple[list, list]]:
-    """Group records into (pages to parse, records skipped while reading), each with its record_id."""
+def _batches(sources: list[tuple[int, Source]], params: ExtractParams) -> Iterator[tuple[list, list]]:
+    """Group records into (pages to parse, records skipped while reading), each with its record_id: the
+    file's number in the whole input (high 32 bits) and the record's number in its file."""
     batch: list[tuple[int, Record]] = []
     skipped: list[tuple[int, Record]] = []
     size = 0
-    for file_no, source in enumerate(sources):
+    for file_no, source in sources:
         for record_no, record in enumerate(iter_records(source, params.max_page_bytes)):
             item = ((file_no << 32) | record_no, record)
             if record.skip_reason:
@@ -254,6 +284,39 @@ def _batches(sources: list[Source], params: ExtractParams) -> Iterator[tuple[lis
                 batch, skipped, size = [], [], 0
     if batch or skipped:
         yield batch, skipped
+
+
+def _parse_on_spark(spark, sources: list[Source], params: ExtractParams, raw_dir: Path) -> int:
+    """Parse the files on Spark's executors, one task per file (`parse_file`); the records read."""
+    from lshsql.spark import spark_call
+
+    tasks = list(enumerate(sources))
+    job = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
+    # an executor's working directory is not ours: relative input paths are read from ours (and recorded
+    # as given, as the worker processes record them)
+    task = partial(parse_file, params=params, raw_dir=str(raw_dir.resolve()), cwd=os.getcwd())
+    job = job.map(task)
+    results = spark_call("extract", job.collect)
+    errors = [error for _, error in results if error]
+    if errors:
+        raise InputError(errors[0] + (f" (and {len(errors) - 1} more files)" if len(errors) > 1 else ""))
+    return sum(n for n, _ in results)
+
+
+def parse_file(
+    task: tuple[int, Source], params: ExtractParams, raw_dir: str, cwd: str
+) -> tuple[int, str | None]:
+    """One Spark task: read and parse the file `task` = (its number, source) into raw_dir/file-<number>/,
+    as the worker processes do, relative paths from `cwd`; returns (records read, None) or (0, the
+    one-line error of a bad file)."""
+    file_no, _ = task
+    out = Path(raw_dir) / f"file-{file_no:06d}"
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with contextlib.chdir(cwd):
+            return _write_raw([task], params, 1, out), None
+    except (InputError, ParamError) as e:
+        return 0, str(e)
 
 
 def _skipped_rows(
@@ -449,24 +512,21 @@ class _Rows:
 # --- finishing in DuckDB ----------------------------------------------------------------------------
 
 
-def _finalize(con, raw_dir: Path, work: Path, buckets: int) -> ExtractSummary:
-    """Resolve duplicate captures and write the ordered final tables; count what was written."""
-    sqlfiles.register_inputs(con, {f"{t}_raw": str(raw_dir / f"{t}.parquet") for t in RAW_TABLES})
-    sqlfiles.materialize(con, sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
-    sqlfiles.register_inputs(con, {"pages": str(work / "pages.parquet")})
-    sqlfiles.materialize(con, sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
+def _finalize(engine: Engine, raw_dir: Path, work: Path, buckets: int) -> None:
+    """Resolve duplicate captures and write the ordered final tables (on either engine)."""
+    engine.register({f"{t}_raw": sorted(str(p) for p in raw_dir.glob(f"**/{t}.parquet")) for t in RAW_TABLES})
+    engine.materialize(sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
+    engine.register({"pages": str(work / "pages.parquet")})
+    engine.materialize(sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
     shutil.rmtree(work / "fragments", ignore_errors=True)
-    sqlfiles.materialize_partitioned(
-        con, sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
+    engine.materialize_partitioned(
+        sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
     )
-    from lshsql import udf  # lsh_url_unit: a canonical link to another site is no alias
-
-    udf.register(con)
-    sqlfiles.register_inputs(con, {"links": str(work / "links.parquet")})
-    sqlfiles.materialize(con, sqlfiles.load("04_url_aliases.sql"), {}, work / "url_aliases.parquet")
-    schemas.validate(work / "url_aliases.parquet", "url_aliases")
-    sqlfiles.materialize(con, sqlfiles.load("05_surface_forms.sql"), {}, work / "surface_forms.parquet")
-    return _count(con, work)
+    engine.register({"links": str(work / "links.parquet")})
+    engine.materialize(sqlfiles.load("04_url_aliases.sql"), {}, work / "url_aliases.parquet")
+    engine.materialize(sqlfiles.load("05_surface_forms.sql"), {}, work / "surface_forms.parquet")
+    for table in ("pages", "links", "url_aliases", "surface_forms"):
+        schemas.validate(work / f"{table}.parquet", table)
 
 
 def _count(con, work: Path) -> ExtractSummary:
@@ -534,14 +594,16 @@ def extract_if_changed(
     resources: db.Resources | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    **engine_options,
 ) -> ExtractSummary | None:
-    """Run `extract` unless the work folder already holds it for the same inputs and parameters."""
+    """Run `extract` unless the work folder already holds it for the same inputs and parameters (whichever
+    engine wrote it: both write the same rows). `engine_options`: engine, spark_master, spark_conf."""
     entry = manifest.read(work)["stages"].get("extract", {})
     same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
     outputs = all((Path(work) / name).exists() for name in ("pages.parquet", "url_aliases.parquet"))
     if same and not force and outputs:
         return None
-    return extract(crawl, work, params, resources, progress)
+    return extract(crawl, work, params, resources, progress, **engine_options)
 
 
 def _record(work: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary) -> None:

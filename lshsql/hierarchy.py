@@ -19,11 +19,12 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree, udf
+from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree
+from lshsql.engine import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 
@@ -109,12 +110,17 @@ def hierarchy(
     pipeline_params: Params | None = None,
     resources: db.Resources | None = None,
     log: pipeline.Log | None = None,
+    engine: str | Engine = "duckdb",
+    spark_master: str = "local[*]",
+    spark_conf: dict[str, str] | None = None,
 ) -> HierarchySummary:
     """Build the single-link cluster tree of the work folder's documents.
 
     Runs the stages up to signatures first when they are missing or out of date (with `pipeline_params`,
     by default the parameters of the folder's last run), then the levels of LSH single-link (or the exact
-    reference) into DIR/merges.parquet and DIR/cluster_tree.parquet.
+    reference) into DIR/merges.parquet and DIR/cluster_tree.parquet. The levels are the same Python loop
+    on either engine (`engine="spark"`: one Spark job per statement, as `pipeline.run`); Kruskal's tree of
+    the merges is built here, from DIR/merges.parquet.
 
     Example:
         >>> hierarchy("work/reuters", HierarchyParams(threshold=0.3))  # doctest: +SKIP
@@ -124,32 +130,31 @@ def hierarchy(
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
     if pipeline_params is None:
         pipeline_params = Params(**manifest.read(work).get("requested_params", {}))
-    run = pipeline.run(work, pipeline_params, resources=resources, only=UP_TO_SIGNATURES, log=log)
-    run_params = run.params
     levels: list[dict] = []
-    with db.connect(resources) as con:
-        udf.register(con)
-        sqlfiles.register_inputs(
-            con, {r: pipeline.input_paths(work, r) for r in ("signatures", "urls", "bags")}
+    merges_path = work / "merges.parquet"
+    with open_engine(engine, resources, spark_master, spark_conf) as eng:
+        run = pipeline.run(
+            work, pipeline_params, resources=resources, only=UP_TO_SIGNATURES, log=log, engine=eng
         )
-        con.execute(
-            "create or replace temp table memberships as select url_id, url_id as cluster_id from signatures"
-        ).fetchall()
-        con.execute(f"create or replace temp table all_merges ({_merges_columns()})").fetchall()
+        run_params = run.params
+        eng.register({r: pipeline.input_paths(work, r) for r in ("signatures", "urls", "bags")})
+        eng.table("memberships", "select url_id, url_id as cluster_id from signatures")
+        eng.empty_table("all_merges", _merges_columns())
         if params.method == "exact":
-            _exact_merges(con, work, params)
+            _exact_merges(eng, work, params)
         for r in params.levels(run_params.num_perm):
             if log:
                 log(f"  level r={r} ...")
-            levels.append(_level(con, r, params, run_params))
-        merges_path = work / "merges.parquet"
-        con.execute(
-            "copy (select * from all_merges order by level desc nulls last, cluster_u, cluster_v) "
-            "to $out (format parquet, compression zstd)",
-            {"out": str(merges_path)},
-        ).fetchall()
-        schemas.validate(merges_path, "merges")
-        leaves = con.execute("select url_id from signatures order by url_id").fetchnumpy()["url_id"]
+            levels.append(_level(eng, r, params, run_params))
+        eng.materialize_query(
+            "select * from all_merges order by level desc nulls last, cluster_u, cluster_v",
+            {},
+            merges_path,
+            table="merges",
+        )
+    schemas.validate(merges_path, "merges")
+    signatures = pq.read_table(pipeline.input_paths(work, "signatures"), columns=["url_id"])
+    leaves = np.sort(signatures["url_id"].to_numpy())
     table = pq.read_table(merges_path)
     cluster_tree = tree.single_link_tree(
         leaves,
@@ -190,24 +195,20 @@ def _urls_fingerprint(work: Path) -> str | None:
     return manifest.read(work)["stages"].get("urls", {}).get("fingerprint")
 
 
-def _merges_columns() -> str:
+def _merges_columns() -> dict[str, str]:
     types = {pa.int32(): "integer", pa.int64(): "bigint", pa.float64(): "double"}
-    return ", ".join(f"{name} {types[dtype]}" for name, dtype, _ in schemas.COLUMNS["merges"])
+    return {name: types[dtype] for name, dtype, _ in schemas.COLUMNS["merges"]}
 
 
-def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_params: Params) -> dict:
+def _level(engine: Engine, r: int, params: HierarchyParams, run_params: Params) -> dict:
     """One round: candidates of this band size, pairs reaching t, their merges, the new memberships."""
     started = time.perf_counter()
     m = run_params.num_perm
     threshold = params.level_threshold(r, m)
     level_params = replace(run_params, k=r, l=m // r, banding=True, threshold=threshold, verify=params.verify)
     context = pipeline.template_context(level_params)
-    candidates = sqlfiles.to_table(
-        con,
-        sqlfiles.load("80_hierarchy_candidates.sql"),
-        {"max_bucket": params.max_bucket},
-        "candidates",
-        context,
+    candidates = engine.to_table(
+        sqlfiles.load("80_hierarchy_candidates.sql"), {"max_bucket": params.max_bucket}, "candidates", context
     )
     pairs = merges = 0
     if candidates:
@@ -216,14 +217,14 @@ def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_
             "num_perm": m,
             "threshold": threshold,
         }
-        pairs = sqlfiles.to_table(con, sqlfiles.load("50_pairs.sql"), pairs_params, "level_pairs", context)
+        pairs = engine.to_table(sqlfiles.load("50_pairs.sql"), pairs_params, "level_pairs", context)
     if pairs:
-        merges = sqlfiles.to_table(
-            con, sqlfiles.load("81_merges.sql"), {"level": r, "threshold": threshold}, "level_merges"
+        merges = engine.to_table(
+            sqlfiles.load("81_merges.sql"), {"level": r, "threshold": threshold}, "level_merges"
         )
-        con.execute("insert into all_merges select * from level_merges").fetchall()
-        _merge_clusters(con)
-    clusters = db.scalar(con, "select count(distinct cluster_id) from memberships")
+        engine.append("all_merges", "select * from level_merges")
+        _merge_clusters(engine)
+    clusters = engine.scalar("select count(distinct cluster_id) from memberships")
     return {
         "r": r,
         "bands": m // r,
@@ -236,36 +237,37 @@ def _level(con: duckdb.DuckDBPyConnection, r: int, params: HierarchyParams, run_
     }
 
 
-def _merge_clusters(con: duckdb.DuckDBPyConnection) -> None:
+def _merge_clusters(engine: Engine) -> None:
     """Clusters joined by this level's merges become one, named by the smallest cluster id (= url_id)."""
-    con.execute(
-        "create or replace temp table edges as "
+    engine.table(
+        "edges",
         "select cluster_u as src, cluster_v as dst from level_merges "
-        "union all select cluster_v as src, cluster_u as dst from level_merges"
-    ).fetchall()
-    pipeline._components(con)  # noqa: SLF001 - the same component rounds as `--clustering components`
-    con.execute(
-        "create or replace temp table memberships as "
+        "union all select cluster_v as src, cluster_u as dst from level_merges",
+    )
+    pipeline._components(engine)  # noqa: SLF001 - the same component rounds as `--clustering components`
+    engine.table(
+        "memberships",
         "select memberships.url_id, coalesce(assignments.center, memberships.cluster_id) as cluster_id "
-        "from memberships left join assignments on memberships.cluster_id = assignments.node"
-    ).fetchall()
+        "from memberships left join assignments on memberships.cluster_id = assignments.node",
+    )
 
 
-def _exact_merges(con: duckdb.DuckDBPyConnection, work: Path, params: HierarchyParams) -> None:
+def _exact_merges(engine: Engine, work: Path, params: HierarchyParams) -> None:
     """Every pair with exact weighted Jaccard >= t of the flattened bags (what --verify measures): an edge."""
     from lshsql.evaluate import TRUTH_SQL, register_flattened_bags
 
-    n_urls = db.scalar(con, "select count(*) from signatures")
+    n_urls = engine.scalar("select count(*) from signatures")
     if n_urls > MAX_EXACT_URLS:
         raise InputError(
             f"{n_urls} documents: the exact single-link reference is for at most {MAX_EXACT_URLS:,}"
         )
-    register_flattened_bags(con, Path(pipeline.input_paths(work, "bags")))
-    sqlfiles.to_table(con, sqlfiles.load(TRUTH_SQL), {"threshold": params.threshold}, "truth")
-    con.execute(
-        "insert into all_merges select cast(null as integer), $t, u_id, v_id, u_id, v_id, jaccard from truth",
+    register_flattened_bags(engine, Path(pipeline.input_paths(work, "bags")))
+    engine.to_table(sqlfiles.load(TRUTH_SQL), {"threshold": params.threshold}, "truth")
+    engine.append(
+        "all_merges",
+        "select cast(null as integer), cast($t as double), u_id, v_id, u_id, v_id, jaccard from truth",
         {"t": params.threshold},
-    ).fetchall()
+    )
 
 
 def cut(

@@ -21,10 +21,12 @@ import pyarrow as pa
 
 from lshsql import db, manifest, schemas
 from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
+from lshsql.engine import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.extract import (
     RAW_TABLES,
     Progress,
+    _count,
     _finalize,
     _inputs,
     _normalizer,
@@ -168,9 +170,10 @@ def ingest(
     n_read = _normalize_all(sources, params, resources.threads, raw_dir, progress)
     if n_read == 0:
         raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
-    with db.connect(resources) as con:
-        counts = _finalize(con, raw_dir, work, params.buckets)
-        labels = _write_labels(con, raw_dir, work)
+    with open_engine("duckdb", resources) as engine:
+        _finalize(engine, raw_dir, work, params.buckets)
+        counts = _count(engine.con, work)
+        labels = _write_labels(engine.con, raw_dir, work)
     shutil.rmtree(raw_dir, ignore_errors=True)
     summary = IngestSummary(
         work=work,

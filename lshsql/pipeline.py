@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 
 from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles
-from lshsql.engine import as_engine, open_engine
+from lshsql.engine import Engine, as_engine, open_engine
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import Params
 
@@ -121,7 +121,7 @@ def run(
     force: bool = False,
     only: tuple[str, ...] | None = None,
     log: Log | None = None,
-    engine: str = "duckdb",
+    engine: str | Engine = "duckdb",
     spark_master: str = "local[*]",
     spark_conf: dict[str, str] | None = None,
 ) -> RunSummary:
@@ -132,8 +132,9 @@ def run(
         params: stage parameters; k and l left None are chosen by the planner for params.threshold.
         bags: a Parquet file (url, term, optional weight) to start from instead of fragments.
         force: rerun stages that are up to date; only: run just these stages (their inputs must exist).
-        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (lshsql/engine.py). The
-            rows are the same, so the engine is not part of a stage's fingerprint.
+        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (lshsql/engine.py), or
+            an open Engine to use (and leave open). The rows are the same, so the engine is not part of a
+            stage's fingerprint.
         spark_master, spark_conf: the Spark master URL (default local[*]) and extra Spark settings, for
             engine="spark".
 

@@ -109,6 +109,8 @@ def sniff_kind(path: str) -> str:
                 head = g.read(64)
     except (OSError, EOFError) as e:
         raise InputError(f"{path}: cannot read: {e}") from None
+    except zlib.error as e:  # gzip magic, then no valid deflate stream
+        raise InputError(f"{path}: not a readable gzip file: {e}") from None
     if not head.strip():
         raise InputError(f"{path}: empty file, not a crawl")
     stripped = head.lstrip()

@@ -54,6 +54,9 @@ DEFAULT_CONF = {
     "spark.sql.parquet.compression.codec": "zstd",
     # timestamps as DuckDB writes them (timestamp[us, tz=UTC]), not Spark's default INT96
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Spark 4.3's constraint propagation fails (NoSuchElementException) on the checkpoint of a union of two
+    # checkpointed tables, as `append` makes in the hierarchy's loop; it only prunes filters, never rows
+    "spark.sql.constraintPropagation.enabled": "false",
 }
 # Settings the rows depend on (time zone of timestamps, ANSI overflow and cast errors as in DuckDB).
 SAME_ROWS_CONF = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
@@ -272,7 +275,7 @@ def materialize(
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = out.parent / f".{out.name}.spark-{uuid.uuid4().hex[:8]}"
     try:
-        _spark_call(
+        spark_call(
             name, lambda: df.write.mode("overwrite").option("compression", compression).parquet(str(scratch))
         )
         parts = sorted(scratch.glob("part-*.parquet"))
@@ -304,9 +307,9 @@ def to_table(spark, sql: str, params: dict, name: str, *, source: str | None = N
     tree = transpile.to_spark_tree(sql, label)
     tree.set("order", None)  # a view has no order
     df = _run(spark, tree, params, label)
-    df = _spark_call(label, lambda: df.localCheckpoint(eager=True))
+    df = spark_call(label, lambda: df.localCheckpoint(eager=True))
     df.createOrReplaceTempView(name)
-    return _spark_call(label, df.count)
+    return spark_call(label, df.count)
 
 
 def scalar(spark, sql: str, params: dict | None = None, *, name: str = "query"):
@@ -314,7 +317,7 @@ def scalar(spark, sql: str, params: dict | None = None, *, name: str = "query"):
     from lshsql import transpile
 
     df = _run(spark, transpile.to_spark_tree(sql, name), params or {}, name)
-    rows = _spark_call(name, lambda: df.limit(1).collect())
+    rows = spark_call(name, lambda: df.limit(1).collect())
     return rows[0][0] if rows else None
 
 
@@ -333,7 +336,7 @@ def _run(spark, tree, params: dict, name: str):
         raise StageError(f"sql/{name}: missing SQL parameter(s): {', '.join(missing)}")
     query = transpile.generate(tree, name)
     args = {key: _plain(params[key]) for key in sorted(used)}
-    return _spark_call(name, lambda: spark.sql(query, args=args) if args else spark.sql(query))
+    return spark_call(name, lambda: spark.sql(query, args=args) if args else spark.sql(query))
 
 
 def _version(spark) -> tuple[int, int]:
@@ -346,7 +349,7 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def _spark_call(name: str, call: Callable):
+def spark_call(name: str, call: Callable):
     from py4j.protocol import Py4JError
 
     try:

@@ -259,3 +259,10 @@ def test_every_real_warc_is_processed_without_a_crash(tmp_path):
             used[path.name] = 0
     assert used["iana.warc.gz"] == 16 and used["warcfile.warc.gz"] == 16 and used["example.arc.gz"] == 1
     assert used["example-bad-non-chunked.warc.gz"] == 1 and used["example-bad.warc.gz.bad"] == 1
+
+
+def test_a_gzip_file_without_deflate_data_is_a_one_line_error(tmp_path):
+    broken = tmp_path / "broken.warc.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00" + b"not gzip at all " * 8)
+    with pytest.raises(InputError, match=r"broken.warc.gz: not a readable gzip file: Error -3"):
+        extract([str(broken)], tmp_path / "work")

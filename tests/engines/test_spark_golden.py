@@ -1,34 +1,27 @@
 """Golden test of the Spark engine: every core stage file gives the same rows (and column types) on Spark
 local[1] as on DuckDB, stage by stage, each run on the same inputs: DuckDB's output of the stage before.
 
-Needs pyspark and Java (skipped without them). One SparkSession for the module (it takes 5-10 s to start).
+Needs pyspark and Java (skipped without them). The SparkSession is tests/engines/conftest.py's.
 """
 
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.engines.conftest import require_spark
 from tests.stages.test_20_bags import FRAGMENTS
 from tests.stages.test_40_candidates import SIGNATURES as HAND_SIGNATURES
 from tests.stages.test_50_pairs import TABLES as PAIR_TABLES
 
-try:
-    import pyspark
-    import sqlglot  # noqa: F401
-except ImportError:
-    pytest.skip(
-        "the Spark engine needs pyspark and sqlglot: pip install 'lshsql[spark]'", allow_module_level=True
-    )
-if not shutil.which("java"):
-    pytest.skip("the Spark engine needs Java: no java on PATH", allow_module_level=True)
+require_spark()
 
 import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import pyspark  # noqa: E402
 
 from lshsql import family, pipeline, sqlfiles, transpile, udf  # noqa: E402
 from lshsql import spark as engine  # noqa: E402
@@ -39,20 +32,7 @@ from tests.conftest import write_table  # noqa: E402
 # Spark 4.1 brought WITH RECURSIVE (sql/04_url_aliases.sql) and Arrow UDFs (pyarrow arrays in and out).
 RECURSIVE_CTES = tuple(int(v) for v in pyspark.__version__.split(".")[:2]) >= (4, 1)
 
-# Tiny data: the JVM's quick compiler only and one shuffle partition halve the module's time (C2 and 200
-# partitions pay off on big data, not here).
-FAST_START = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    "spark.sql.shuffle.partitions": "1",
-}
 PARAMS = Params(num_perm=16, k=2, l=6, min_df=1, max_df=1.0, threshold=0.5, seed=3).resolved(from_bags=False)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = engine.session("local[1]", FAST_START)
-    yield session
-    session.stop()
 
 
 def fragments() -> list[dict]:
@@ -438,7 +418,7 @@ def test_decimal_sums_and_logarithms_agree_on_awkward_values(engines, spark):
 @pytest.mark.parametrize("arrow", [True, False], ids=["arrow_udf", "pandas_udf"])
 def test_udfs_equal_duckdbs(spark, arrow):
     """The UDF bodies of lshsql/udf.py give DuckDB's values bit for bit, as Arrow UDFs (Spark 4.1+) and as
-    the pandas UDFs of Spark 3.5 and 4.0 (that path needs pandas, which the test extras do not install)."""
+    the pandas UDFs of Spark 3.5 and 4.0 (that path needs pandas, which the test extras install)."""
     from pyspark.sql import functions
 
     if arrow and not hasattr(functions, "arrow_udf"):

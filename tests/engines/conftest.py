@@ -1,0 +1,39 @@
+"""One SparkSession for every in-process Spark test (it takes 5-10 s to start): local[1], tuned for tiny data."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+def require_spark() -> None:
+    """Skip the calling test module where pyspark, sqlglot or Java is missing (call it at module level,
+    before importing anything that needs them)."""
+    try:
+        import pyspark  # noqa: F401
+        import sqlglot  # noqa: F401
+    except ImportError:
+        pytest.skip(
+            "the Spark engine needs pyspark and sqlglot: pip install 'lshsql[spark]'", allow_module_level=True
+        )
+    if not shutil.which("java"):
+        pytest.skip("the Spark engine needs Java: no java on PATH", allow_module_level=True)
+
+
+# Tiny data: the JVM's quick compiler only and one shuffle partition halve the tests' time (C2 and 200
+# partitions pay off on big data, not here).
+FAST_START = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The session (skipped without pyspark, sqlglot or Java: each module checks first)."""
+    from lshsql import spark as engine
+
+    session = engine.session("local[1]", FAST_START)
+    yield session
+    session.stop()
