@@ -405,9 +405,12 @@ def _run(
     options = _engine_options(**(spark or {}))
     resources = _resources(work, threads, memory_limit)
     # one Spark session for extraction and the stages (DuckDB opens a connection for each)
-    on_spark = options["engine"] == "spark"
-    spark_session = open_engine(options["engine"], resources, options["spark_master"], options["spark_conf"])
-    with spark_session if on_spark else nullcontext() as shared:
+    spark_session = (
+        open_engine(options["engine"], resources, options["spark_master"], options["spark_conf"])
+        if options["engine"] == "spark"
+        else nullcontext()
+    )
+    with spark_session as shared:
         if shared:
             options["engine"] = shared
         if crawl:

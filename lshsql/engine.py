@@ -123,6 +123,7 @@ class SparkEngine:
             query = f"select {kept} from {table} where {column} = $part order by {sql.order}"
             path = Path(out_dir) / f"{column}={part}" / "data.parquet"
             rows += self.materialize_query(query, {"part": part}, path, table=sql.writes)
+        self.spark.catalog.dropTempView(table)  # its checkpoint is freed, not kept for the session's life
         return rows
 
     def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:

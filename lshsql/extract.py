@@ -32,7 +32,7 @@ import xxhash
 
 from lshsql import db, manifest, schemas, sqlfiles, urls
 from lshsql.anchors import parse_page, sniff_skip_reason
-from lshsql.engine import Engine, open_engine
+from lshsql.engine import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import Record, Source, iter_records, resolve_sources
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
@@ -150,7 +150,7 @@ def extract(
         params: what to extract; resources: DuckDB memory/threads and worker processes.
         progress: called with (records read, HTML bytes read) after each batch (not on Spark).
         engine: "duckdb" (worker processes here), "spark" (one Spark task per input file; the files and
-            the work folder must be at the same paths on every executor), or an open Engine.
+            the work folder must be at the same paths on every executor), or an open SparkEngine.
         spark_master, spark_conf: for engine="spark", as in `pipeline.run`.
 
     Example:
@@ -158,24 +158,26 @@ def extract(
         >>> summary.pages_used  # doctest: +SKIP
     """
     started = time.perf_counter()
+    on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     work = Path(work)
     resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
     raw_dir = work / "tmp" / "extract"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)
-    on_spark = engine == "spark" or getattr(engine, "name", None) == "spark"
-    if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
-        n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
-    with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
-        if on_spark:
-            n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
-        if n_read == 0:
-            raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
-        _finalize(stage_engine, raw_dir, work, params.buckets)
+    try:
+        if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
+            n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
+        with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
+            if on_spark:
+                n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
+            if n_read == 0:
+                raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
+            _finalize(stage_engine, raw_dir, work, params.buckets)
+    finally:
+        shutil.rmtree(raw_dir, ignore_errors=True)
     with db.connect(resources) as con:
         summary = _count(con, work)
-    shutil.rmtree(raw_dir, ignore_errors=True)
     summary = ExtractSummary(
         **{**summary.__dict__, "seconds": time.perf_counter() - started, "files": [s.path for s in sources]}
     )
@@ -286,10 +288,27 @@ def _batches(sources: list[tuple[int, Source]], params: ExtractParams) -> Iterat
         yield batch, skipped
 
 
+def _on_spark(engine: str | Engine) -> bool:
+    """Whether `engine` (a name, or an open SparkEngine) parses on Spark. An open DuckDBEngine is refused:
+    the worker processes must fork before any DuckDB connection exists, and the final tables would replace
+    the views of the caller's connection."""
+    if isinstance(engine, str):
+        if engine not in ENGINES:
+            raise ParamError(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
+        return engine == "spark"
+    if engine.name != "spark":
+        raise ParamError("extract opens its own DuckDB connection: pass engine='duckdb', not a connection")
+    return True
+
+
 def _parse_on_spark(spark, sources: list[Source], params: ExtractParams, raw_dir: Path) -> int:
     """Parse the files on Spark's executors, one task per file (`parse_file`); the records read."""
-    from lshsql.spark import spark_call
+    from lshsql.spark import spark_call, version
 
+    if version(spark) < (4, 1):  # before parsing a crawl for nothing
+        raise ParamError(
+            f"extraction on Spark needs Spark 4.1 or later (sql/04's WITH RECURSIVE); this is {spark.version}"
+        )
     tasks = list(enumerate(sources))
     job = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
     # an executor's working directory is not ours: relative input paths are read from ours (and recorded
@@ -307,16 +326,25 @@ def parse_file(
     task: tuple[int, Source], params: ExtractParams, raw_dir: str, cwd: str
 ) -> tuple[int, str | None]:
     """One Spark task: read and parse the file `task` = (its number, source) into raw_dir/file-<number>/,
-    as the worker processes do, relative paths from `cwd`; returns (records read, None) or (0, the
-    one-line error of a bad file)."""
-    file_no, _ = task
+    as the worker processes do, a relative path from the driver's working directory `cwd`; returns
+    (records read, None) or (0, the one-line error of a bad file)."""
+    file_no, source = task
     out = Path(raw_dir) / f"file-{file_no:06d}"
-    out.mkdir(parents=True, exist_ok=True)
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        if os.path.isabs(source.path):
+            return _write_raw([task], params, 1, out), None
+        if not os.path.isdir(cwd):
+            return 0, (
+                f"{source.path}: a relative path, and the directory it is relative to ({cwd}) is not on "
+                "this executor: give the crawl's absolute path on the shared file system"
+            )
         with contextlib.chdir(cwd):
             return _write_raw([task], params, 1, out), None
     except (InputError, ParamError) as e:
         return 0, str(e)
+    except OSError as e:
+        return 0, f"{e.filename or source.path}: {e.strerror or e}"
 
 
 def _skipped_rows(

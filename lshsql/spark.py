@@ -326,7 +326,7 @@ def _run(spark, tree, params: dict, name: str):
 
     from lshsql import transpile
 
-    if any(w.args.get("recursive") for w in tree.find_all(exp.With)) and _version(spark) < (4, 1):
+    if any(w.args.get("recursive") for w in tree.find_all(exp.With)) and version(spark) < (4, 1):
         raise StageError(
             f"sql/{name}: WITH RECURSIVE needs Spark 4.1 or later (this is Spark {spark.version})"
         )
@@ -339,7 +339,7 @@ def _run(spark, tree, params: dict, name: str):
     return spark_call(name, lambda: spark.sql(query, args=args) if args else spark.sql(query))
 
 
-def _version(spark) -> tuple[int, int]:
+def version(spark) -> tuple[int, int]:
     major, minor = spark.version.split(".")[:2]
     return int(major), int(minor)
 

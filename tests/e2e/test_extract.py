@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from lshsql import db
-from lshsql.errors import InputError
+from lshsql.errors import InputError, ParamError
 from lshsql.extract import ExtractParams, bucket_of, extract
 from tests.conftest import EXAMPLE_CRAWL, html_response, shared, write_jsonl, write_warc
 
@@ -266,3 +267,42 @@ def test_a_gzip_file_without_deflate_data_is_a_one_line_error(tmp_path):
     broken.write_bytes(b"\x1f\x8b\x08\x00" + b"not gzip at all " * 8)
     with pytest.raises(InputError, match=r"broken.warc.gz: not a readable gzip file: Error -3"):
         extract([str(broken)], tmp_path / "work")
+
+
+def test_a_spark_task_reads_relative_paths_from_the_drivers_directory(tmp_path, small_site, monkeypatch):
+    """extract.parse_file, the body of one Spark task (run here without Spark): a relative input path is
+    read from the driver's working directory and recorded as given; where that directory does not exist
+    (another machine), a one-line error says so; a missing file is a one-line error too."""
+    from lshsql.extract import parse_file
+    from lshsql.sources import Source
+
+    write_warc(tmp_path / "crawl.warc.gz", small_site)
+    monkeypatch.chdir("/")  # an executor's working directory is not the driver's
+    relative = (0, Source("crawl.warc.gz", "warc"))
+    n_read, error = parse_file(relative, ExtractParams(), str(tmp_path / "raw"), cwd=str(tmp_path))
+    assert (n_read, error) == (4, None)  # warcinfo + 3 pages
+    pages = pq.read_table(tmp_path / "raw" / "file-000000" / "pages.parquet").to_pylist()
+    assert {p["source_file"] for p in pages} == {"crawl.warc.gz"}
+    n_read, error = parse_file(
+        relative, ExtractParams(), str(tmp_path / "raw"), cwd=str(tmp_path / "elsewhere")
+    )
+    assert n_read == 0 and error.startswith("crawl.warc.gz: a relative path, and the directory")
+    gone = (1, Source(str(tmp_path / "gone.warc.gz"), "warc"))
+    n_read, error = parse_file(gone, ExtractParams(), str(tmp_path / "raw"), cwd=str(tmp_path))
+    assert n_read == 0 and "gone.warc.gz: not a readable WARC/ARC file" in error and "\n" not in error
+
+
+def test_extract_refuses_an_unknown_engine_before_reading_and_leaves_no_scratch(tmp_path, small_site):
+    from lshsql.engine import DuckDBEngine
+
+    crawl = [str(write_warc(tmp_path / "crawl.warc.gz", small_site))]
+    with pytest.raises(ParamError, match="unknown engine 'Spark'"):
+        extract(crawl, tmp_path / "work", engine="Spark")
+    with duckdb.connect() as con, pytest.raises(ParamError, match="pass engine='duckdb'"):
+        extract(crawl, tmp_path / "work", engine=DuckDBEngine(con))
+    assert not (tmp_path / "work").exists()  # refused before anything was read or written
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "manifest.jsonl").write_text("\n")
+    with pytest.raises(InputError, match="empty crawl"):  # a failure after parsing: no scratch left
+        extract([str(tmp_path / "site")], tmp_path / "w2")
+    assert (tmp_path / "w2").exists() and not (tmp_path / "w2" / "tmp" / "extract").exists()

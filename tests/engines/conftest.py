@@ -23,10 +23,8 @@ def require_spark() -> None:
 
 # Tiny data: the JVM's quick compiler only and one shuffle partition halve the tests' time (C2 and 200
 # partitions pay off on big data, not here).
-FAST_START = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    "spark.sql.shuffle.partitions": "1",
-}
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+FAST_START = {"spark.driver.extraJavaOptions": FAST_JVM, "spark.sql.shuffle.partitions": "1"}
 
 
 @pytest.fixture(scope="session")

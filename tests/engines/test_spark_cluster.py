@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.conftest import require_spark
+from tests.engines.conftest import FAST_JVM, require_spark
 
 require_spark()
 
@@ -26,7 +26,6 @@ import pyspark  # noqa: E402
 from tests.engines.test_spark_run import rows, write_crawl  # noqa: E402
 
 SPARK_HOME = Path(pyspark.__file__).parent
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def free_port() -> int:

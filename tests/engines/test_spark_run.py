@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.conftest import require_spark
+from tests.engines.conftest import FAST_JVM, require_spark
 
 require_spark()
 
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from tests.conftest import html_response, write_warc  # noqa: E402
 
 # Small data: the JVM's quick compiler only (as tests/engines/test_spark_golden.py).
-FAST_START = ["--spark-conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
+FAST_START = ["--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}"]
 COMMON = ["--weighting", "none", "--threshold", "0.5", "--quiet"]
 
 
