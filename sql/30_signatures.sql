@@ -24,11 +24,13 @@ elements as (
         and element_hashes.copy_number <= greatest(1, cast(round(bags.weight) as integer))
 ),
 
+-- The shift by 9 is taken after the min, once per URL instead of once per element: shifting keeps the order
+-- of non-negative values, so the min of the shifted values is the shifted min.
 final as (
     select
         elements.url_id,
         {%- for i in hashes %}
-        cast(min(((elements.x * coefficients.a{{ i }} + coefficients.b{{ i }}) & 1099511627775) >> 9){{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
+        cast((min((elements.x * coefficients.a{{ i }} + coefficients.b{{ i }}) & 1099511627775) >> 9){{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
         {%- endfor %}
     from elements
     cross join coefficients
