@@ -49,7 +49,7 @@ STAGES: tuple[Stage, ...] = (
         "20_bags.sql",
         ("term_counts", "urls", "terms"),
         ("weighting", "min_df", "max_df", "scale"),
-        compression="snappy",
+        compression="uncompressed",
     ),
     Stage("element_hashes", "25_element_hashes.sql", ("bags",)),
     Stage(
