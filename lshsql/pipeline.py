@@ -444,6 +444,7 @@ def template_context(params: Params) -> dict:
     tables = family.lsh_tables(params)
     return {
         "hashes": range(params.num_perm),
+        "coefficients": family.coefficient_pairs(params.seed, params.num_perm),
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
@@ -467,10 +468,7 @@ def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> 
 def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     engine = as_engine(con)
     _register(engine, work, stage.reads)
-    coefficients = family.write(
-        family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
-    )
-    engine.register({"coefficients": str(coefficients)})
+    family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
     rows = engine.materialize(
         sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
     )
