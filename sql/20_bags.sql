@@ -21,46 +21,17 @@ document_count as (
     select count(*) as n_urls from urls
 ),
 
--- Every (url, term) row keyed by one packed BIGINT, url_id * 2^32 + term_id (the runner checks both fit).
--- Key order is the output's order: term_id numbers the terms in term_hash order.
-counts_keyed as (
+-- One row per (url, term). The group key is one packed BIGINT, url_id * 2^32 + term_id (the runner checks
+-- both fit): 1.2 s for 17M rows, against 2.3 s for the two strings or two integers. Summed as DECIMAL,
+-- exact, so repeated rows add up the same whatever order threads add them in.
+counts_packed as (
     select
         (urls.url_id << 32) | terms.term_id as url_term,
-        term_counts.tf
+        cast(sum(cast(term_counts.tf as decimal(38, 12))) as double) as tf
     from term_counts
     inner join terms on term_counts.term = terms.term
     inner join urls on term_counts.url = urls.url
-),
-
--- Rows of a (url, term) that a user's table repeats are neighbours in key order. Only they need grouping:
--- one sort and a glance at the neighbours cost 1.5 s less than grouping all 17M keys at 100k documents.
-counts_flagged as (
-    select
-        counts_keyed.url_term,
-        counts_keyed.tf,
-        counts_keyed.url_term = lag(counts_keyed.url_term, 1, -1) over (order by counts_keyed.url_term)
-        or counts_keyed.url_term = lead(counts_keyed.url_term, 1, -1) over (order by counts_keyed.url_term)
-            as is_repeated
-    from counts_keyed
-),
-
--- One row per (url, term). Summed as DECIMAL: exact, so repeated rows add up the same whatever order
--- threads add them in; a single row takes the same round trip, so its tf is what a sum of one would be.
-counts_packed as (
-    select
-        counts_flagged.url_term,
-        cast(cast(counts_flagged.tf as decimal(38, 12)) as double) as tf
-    from counts_flagged
-    where not counts_flagged.is_repeated
-
-    union all
-
-    select
-        counts_flagged.url_term,
-        cast(sum(cast(counts_flagged.tf as decimal(38, 12))) as double) as tf
-    from counts_flagged
-    where counts_flagged.is_repeated
-    group by counts_flagged.url_term
+    group by url_term
 ),
 
 counts as (
