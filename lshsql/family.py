@@ -26,12 +26,19 @@ COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change wh
 TABLE_STREAM = 1
 
 
-def coefficients(seed: int, num_perm: int) -> pa.Table:
-    """One row: columns a0..a{m-1} and b0..b{m-1} of the hash family."""
+def coefficient_pairs(seed: int, num_perm: int) -> list[tuple[int, int]]:
+    """(a_i, b_i) of each of the m min-hashes."""
     rng = np.random.default_rng([seed, COEFFICIENT_STREAM])
     a = rng.integers(2**30, 2**31, size=num_perm, dtype=np.int64) * 2 + 1  # odd, in [2^31, 2^32)
     b = rng.integers(0, 2**32, size=num_perm, dtype=np.int64)
-    columns = {f"a{i}": [int(v)] for i, v in enumerate(a)} | {f"b{i}": [int(v)] for i, v in enumerate(b)}
+    return [(int(a_i), int(b_i)) for a_i, b_i in zip(a, b, strict=True)]
+
+
+def coefficients(seed: int, num_perm: int) -> pa.Table:
+    """One row: columns a0..a{m-1} and b0..b{m-1} of the hash family (for the record and for users)."""
+    pairs = coefficient_pairs(seed, num_perm)
+    columns = {f"a{i}": [a] for i, (a, _) in enumerate(pairs)}
+    columns |= {f"b{i}": [b] for i, (_, b) in enumerate(pairs)}
     return pa.table(columns, schema=pa.schema([(name, pa.int64()) for name in columns]))
 
 

@@ -49,7 +49,7 @@ STAGES: tuple[Stage, ...] = (
         "20_bags.sql",
         ("term_counts", "urls", "terms"),
         ("weighting", "min_df", "max_df", "scale"),
-        compression="snappy",
+        compression="uncompressed",
     ),
     Stage("element_hashes", "25_element_hashes.sql", ("bags",)),
     Stage(
@@ -373,15 +373,21 @@ def _create_term_counts_view(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _count_user_bags(con) -> dict[str, int]:
-    """The usable rows of user_bags and, per reason, the rows that cannot be used (one scan)."""
-    counts = as_engine(con).row(
+    """The usable rows of user_bags and, per reason, the rows that cannot be used. A table whose Parquet
+    statistics rule out every unusable row is counted from its metadata (instantly, where the scan of 17M
+    rows took 0.5 s); otherwise one scan counts by reason."""
+    engine = as_engine(con)
+    names = ("rows", "null_url", "null_term", "weight_not_positive")
+    unusable = "url is null or term is null or not coalesce(weight > 0, false)"
+    if not engine.scalar(f"select count(*) from user_bags where {unusable}"):
+        return dict.fromkeys(names, 0) | {"rows": int(engine.scalar("select count(*) from user_bags"))}
+    counts = engine.row(
         "select count(*) filter (where url is not null and term is not null and weight > 0), "
         "count(*) filter (where url is null), "
         "count(*) filter (where url is not null and term is null), "
         "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
         "from user_bags"
     )
-    names = ("rows", "null_url", "null_term", "weight_not_positive")
     return {k: int(v) for k, v in zip(names, counts, strict=True)}
 
 
@@ -439,6 +445,7 @@ def template_context(params: Params) -> dict:
     tables = family.lsh_tables(params)
     return {
         "hashes": range(params.num_perm),
+        "coefficients": family.coefficient_pairs(params.seed, params.num_perm),
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
@@ -462,10 +469,7 @@ def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> 
 def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     engine = as_engine(con)
     _register(engine, work, stage.reads)
-    coefficients = family.write(
-        family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
-    )
-    engine.register({"coefficients": str(coefficients)})
+    family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
     rows = engine.materialize(
         sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
     )

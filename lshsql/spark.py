@@ -60,7 +60,7 @@ DEFAULT_CONF = {
 }
 # Settings the rows depend on (time zone of timestamps, ANSI overflow and cast errors as in DuckDB).
 SAME_ROWS_CONF = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
-COMPRESSIONS = ("zstd", "snappy")
+COMPRESSIONS = ("zstd", "snappy", "uncompressed")  # as sqlfiles.COMPRESSIONS
 
 
 # ---------------------------------------------------------------------------------------------- session
@@ -287,7 +287,7 @@ def materialize(
             import pyarrow.parquet as pq
 
             empty = pa.Table.from_pylist([], schema=_arrow_schema(df.schema))
-            pq.write_table(empty, out, compression=compression)
+            pq.write_table(empty, out, compression=compression.replace("uncompressed", "none"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     import pyarrow.parquet as pq

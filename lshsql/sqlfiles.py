@@ -121,7 +121,7 @@ def final_select(
     return _TRAILING_SEMICOLON.sub("", last.query.strip()), _bind(last.named_parameters, params)
 
 
-COMPRESSIONS = ("zstd", "snappy")
+COMPRESSIONS = ("zstd", "snappy", "uncompressed")
 
 
 def materialize(
@@ -133,7 +133,8 @@ def materialize(
     compression: str = "zstd",
 ) -> int:
     """Copy the stage's final select to one Parquet file (ordered, so byte-identical on re-runs). zstd by
-    default; snappy for the biggest table: 17M rows written in 0.9 s instead of 1.6 s, 1.5x bigger."""
+    default; uncompressed for the biggest table, bags: its 17M rows of hashes at 100k documents are written
+    in 1.0 s instead of 1.5 s (snappy) or 1.6 s (zstd), and snappy made them only 9% smaller."""
     if compression not in COMPRESSIONS:
         raise StageError(f"unknown compression {compression}")
     query, bound = final_select(con, sql, params, context)
