@@ -537,7 +537,7 @@ class _Rows:
         return pa.RecordBatch.from_pydict(self.columns, schema=self.schema)
 
 
-# --- finishing in DuckDB ----------------------------------------------------------------------------
+# --- finishing: sql/01..05 on the engine ---------------------------------------------------------
 
 
 def _finalize(engine: Engine, raw_dir: Path, work: Path, buckets: int) -> None:

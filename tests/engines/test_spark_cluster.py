@@ -8,6 +8,7 @@ rows are still DuckDB's. Needs pyspark and Java (skipped without them); about a 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -23,9 +24,27 @@ require_spark()
 
 import pyspark  # noqa: E402
 
-from tests.engines.test_spark_run import rows, write_crawl  # noqa: E402
+from tests.conftest import html_response, write_warc  # noqa: E402
+from tests.engines.test_spark_run import rows  # noqa: E402
 
 SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def write_crawl(path: Path, seed: int = 5) -> Path:
+    """A WARC of 24 pages, each linking to 6 of 18 target pages; the anchor text of a target is drawn from
+    its group's 8 words (6 groups of 3), so targets of one group are near-duplicates by their anchors."""
+    rng = random.Random(seed)
+    groups = [[f"g{g}w{i}" for i in range(8)] for g in range(6)]
+    records = []
+    for page in range(24):
+        links = []
+        for target in rng.sample(range(18), 6):
+            words = " ".join(rng.sample(groups[target // 3], 5))
+            links.append(f"<p>see <a href='http://t.example/{target}.html'>{words}</a> here</p>")
+        records.append(
+            html_response(f"http://s.example/{page}.html", f"<title>page {page}</title>" + "".join(links))
+        )
+    return write_warc(path, records)
 
 
 def free_port() -> int:
@@ -114,3 +133,7 @@ def test_run_on_a_standalone_cluster_gives_duckdbs_rows(cluster, tmp_path):
     for table in ("pages", "links", "fragments/bucket=0/data", "pairs", "clusters", "cluster_labels"):
         assert rows(tmp_path / "spark", table) == rows(tmp_path / "duckdb", table), table
     assert len(rows(tmp_path / "duckdb", "pairs")) >= 10
+    # the engine is no stage parameter: DuckDB finds the Spark folder, extraction included, up to date
+    again = lshsql("run", "crawl.warc.gz", "--work", "spark", "--threshold", "0.3", "--buckets", "2")
+    assert again.returncode == 0, again.stderr
+    assert "files read" not in again.stderr and again.stdout.count("up to date") == 11, again.stdout

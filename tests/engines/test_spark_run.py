@@ -20,8 +20,6 @@ require_spark()
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from tests.conftest import html_response, write_warc  # noqa: E402
-
 # Small data: the JVM's quick compiler only (as tests/engines/test_spark_golden.py).
 FAST_START = ["--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}"]
 COMMON = ["--weighting", "none", "--threshold", "0.5", "--quiet"]
@@ -75,52 +73,6 @@ def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("up to date") == 11, again.stdout
-
-
-def write_crawl(path: Path, seed: int = 5) -> Path:
-    """A WARC of 24 pages, each linking to 6 of 18 target pages; the anchor text of a target is drawn from
-    its group's 8 words (6 groups of 3), so targets of one group are near-duplicates by their anchors."""
-    rng = random.Random(seed)
-    groups = [[f"g{g}w{i}" for i in range(8)] for g in range(6)]
-    records = []
-    for page in range(24):
-        links = []
-        for target in rng.sample(range(18), 6):
-            words = " ".join(rng.sample(groups[target // 3], 5))
-            links.append(f"<p>see <a href='http://t.example/{target}.html'>{words}</a> here</p>")
-        records.append(
-            html_response(f"http://s.example/{page}.html", f"<title>page {page}</title>" + "".join(links))
-        )
-    return write_warc(path, records)
-
-
-def test_run_on_a_crawl_with_the_spark_engine_extracts_on_spark(tmp_path):
-    """`lshsql run CRAWL --engine spark`: extraction and stages on one Spark session, DuckDB's rows."""
-    crawl = str(write_crawl(tmp_path / "crawl.warc.gz"))
-    duck, spark = tmp_path / "duckdb", tmp_path / "spark"
-    options = ["--threshold", "0.3", "--buckets", "2", "--quiet"]
-    result = lshsql("run", crawl, "--work", str(duck), *options)
-    assert result.returncode == 0, result.stderr
-    result = lshsql(
-        "run",
-        crawl,
-        "--work",
-        str(spark),
-        *options,
-        "--engine",
-        "spark",
-        "--spark-master",
-        "local[2]",
-        *FAST_START,
-    )
-    assert result.returncode == 0, result.stderr
-    for table in ("pages", "links", "url_aliases", "pairs", "clusters"):
-        assert rows(spark, table) == rows(duck, table), table
-    assert len(rows(duck, "pairs")) >= 10
-    # DuckDB finds the Spark folder's extraction up to date too
-    again = lshsql("run", crawl, "--work", str(spark), "--threshold", "0.3", "--buckets", "2")
-    assert again.returncode == 0, again.stderr
-    assert "files read" not in again.stderr and again.stdout.count("up to date") == 11, again.stdout
 
 
 def test_settings_the_rows_depend_on_cannot_be_overridden():
