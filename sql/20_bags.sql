@@ -1,5 +1,5 @@
 -- stage:  bags
--- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_id, term_hash, term)
+-- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_id, term_hash, term, n_urls)
 -- writes: bags(url_id, term_hash, tf, df, weight)
 -- order:  url_id, term_hash (not needed for the rows, but the signatures stage's aggregate over millions of
 --         URLs stays in memory only when a URL's rows come together: unordered, 1M URLs spilled 34 GB)
@@ -8,6 +8,10 @@
 -- param:  weighting VARCHAR   tfidf: tf * ln(N / df); tf: tf; none: tf as given (1 per term unless weighted)
 -- param:  scale DOUBLE        tfidf and tf bags are normalized so their weights sum to this
 -- template: normalize = weighting is tfidf or tf (weighting none keeps the weights as they are)
+-- template: rows_unique = term_counts has one row per (url, term). The runner assumes so, then checks: a
+--           repeated (url_id, term_hash) in the bags written, or one among the rows of the terms dropped
+--           as too common (their n_urls may count a repeat). If it finds one it runs the file again
+--           without the assumption, and repeated rows add up.
 --
 -- TF-IDF weighted bags (Haveliwala et al. 2000, sec. 2). Both rare and very common terms are dropped, as in
 -- the paper. Weights are rounded to whole copies when a bag is flattened for min-hashing (signatures), so
@@ -20,6 +24,28 @@ with
 document_count as (
     select count(*) as n_urls from urls
 ),
+{%- if rows_unique %}
+
+-- One row per (url, term) already: ids are looked up and terms.n_urls is the document frequency. Skipping
+-- the two groups below takes 3.3 of 5.9 CPU-seconds off the stage at 100k documents. tf goes through the
+-- same DECIMAL as the sum below, so both ways give the same values.
+counts as (
+    select
+        urls.url_id,
+        terms.term_id,
+        cast(cast(term_counts.tf as decimal(38, 12)) as double) as tf
+    from term_counts
+    inner join terms on term_counts.term = terms.term
+    inner join urls on term_counts.url = urls.url
+),
+
+terms_with_df as (
+    select
+        terms.term_id,
+        terms.n_urls as df
+    from terms
+),
+{%- else %}
 
 -- One row per (url, term). The group key is one packed BIGINT, url_id * 2^32 + term_id (the runner checks
 -- both fit): 1.2 s for 17M rows, against 2.3 s for the two strings or two integers. Summed as DECIMAL,
@@ -49,6 +75,7 @@ terms_with_df as (
     from counts
     group by counts.term_id
 ),
+{%- endif %}
 
 terms_kept as (
     select

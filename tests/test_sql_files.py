@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import duckdb
@@ -14,8 +15,8 @@ from lshsql.pipeline import template_context
 FILES = sorted(p.name for p in sqlfiles.sql_dir().glob("*.sql"))
 
 
-def rendered(name: str, **params) -> str:
-    context = template_context(Params(num_perm=4, k=2, l=3, **params))
+def rendered(name: str, rows_unique: bool = False, **params) -> str:
+    context = template_context(Params(num_perm=4, k=2, l=3, **params)) | {"rows_unique": rows_unique}
     return sqlfiles.render(sqlfiles.load(name), context)
 
 
@@ -28,12 +29,11 @@ def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
     assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
     used: set[str] = set()  # over every form the template renders to
-    for verify in (False, True):
-        for weighting in ("tfidf", "none"):
-            with duckdb.connect() as con:
-                statements = con.extract_statements(rendered(name, verify=verify, weighting=weighting))
-            used |= set().union(*(s.named_parameters for s in statements))
-            assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
+    for verify, weighting, rows_unique in itertools.product((False, True), ("tfidf", "none"), (False, True)):
+        with duckdb.connect() as con:
+            statements = con.extract_statements(rendered(name, rows_unique, verify=verify, weighting=weighting))
+        used |= set().union(*(s.named_parameters for s in statements))
+        assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
     assert used == set(sql.params)
 
 

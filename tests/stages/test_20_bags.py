@@ -171,6 +171,98 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
         (1, "y", 2.0),
         (2, "x", 1.0),
     ]
+    entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["bags"]
+    assert entry["repeated_rows_added_up"]
+
+
+@pytest.mark.parametrize("weighting", ["none", "tfidf"])
+def test_bags_of_split_rows_equal_bags_of_whole_rows(tmp_path, weighting):
+    """The bags stage first assumes one row per (url, term) and checks its output; a table that splits
+    weights over repeated rows must take the grouped way and give the bags of the whole rows."""
+    import json
+    import random
+
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    rng = random.Random(5)
+    whole = [
+        {"url": f"u{u}", "term": f"t{t}", "weight": rng.randint(1, 40) / 8}
+        for u in range(30)
+        for t in rng.sample(range(60), rng.randint(1, 20))
+    ]
+    split = [{**r, "weight": r["weight"] / 2} for r in whole for _ in range(2)]  # halves of eighths: exact
+    rng.shuffle(split)
+    results = []
+    for name, table in (("whole", whole), ("split", split)):
+        work = tmp_path / name
+        source = write_table(tmp_path / f"{name}.parquet", table)
+        run(work, Params(weighting=weighting), bags=source, only=("term_counts", "urls", "terms", "bags"))
+        entry = json.loads((work / "manifest.json").read_text())["stages"]["bags"]
+        results.append((entry["repeated_rows_added_up"], read_rows(work / "bags.parquet")))
+    (whole_repeated, whole_rows), (split_repeated, split_rows) = results
+    assert (whole_repeated, split_repeated) == (False, True)
+    assert len(whole_rows) == len(whole) and split_rows == whole_rows
+
+
+@pytest.mark.parametrize(
+    ("rows", "weighting", "expected"),
+    [
+        # x is in 2 of 2 URLs, but its 3 rows make n_urls 3 > max_df * 2: the fast way drops x unseen
+        (
+            [("u1", "x", 1.0), ("u1", "x", 1.0), ("u1", "y", 1.0), ("u2", "x", 1.0)],
+            "none",
+            [(1, "x", 2.0, 2, 2.0), (1, "y", 1.0, 1, 1.0), (2, "x", 1.0, 2, 1.0)],
+        ),
+        # x is in 1 of 2 URLs, but n_urls 2 = N gives it idf 0 the fast way: x is dropped unseen
+        (
+            [("u1", "x", 1.0), ("u1", "x", 1.0), ("u2", "y", 1.0)],
+            "tfidf",
+            [(1, "x", 2.0, 1, 100.0), (2, "y", 1.0, 1, 100.0)],
+        ),
+        # the second row of y rounds to tf 0 at 12 decimals, so the fast way keeps one row of y (df 2)
+        (
+            [("u1", "x", 1.0), ("u1", "y", 2.0), ("u1", "y", 1e-14), ("u2", "x", 1.0)],
+            "none",
+            [(1, "x", 1.0, 2, 1.0), (1, "y", 2.0, 1, 2.0), (2, "x", 1.0, 2, 1.0)],
+        ),
+    ],
+)
+def test_repeats_the_bags_cannot_show_are_found(tmp_path, rows, weighting, expected):
+    """Repeats among rows the bags stage drops leave no trace in its output; the runner looks for them."""
+    import json
+
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    source = write_table(tmp_path / "in.parquet", [{"url": u, "term": t, "weight": w} for u, t, w in rows])
+    run(
+        tmp_path / "w",
+        Params(weighting=weighting),
+        bags=source,
+        only=("term_counts", "urls", "terms", "bags"),
+    )
+    entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["bags"]
+    assert entry["repeated_rows_added_up"]
+    got = named(tmp_path / "w", read_rows(tmp_path / "w" / "bags.parquet"))
+    assert [(r["url_id"], r["term"], r["tf"], r["df"], pytest.approx(r["weight"])) for r in got] == expected
+
+
+def test_repeated_rows_are_found_within_and_across_batches(tmp_path):
+    from lshsql.pipeline import has_repeated_rows
+    from tests.conftest import write_table
+
+    def check(keys: list[tuple[int, int]], batch_rows: int) -> bool:
+        rows = [{"url_id": u, "term_hash": t, "weight": 1.0} for u, t in keys]
+        path = write_table(tmp_path / "bags.parquet", rows)
+        return has_repeated_rows(path, ("url_id", "term_hash"), batch_rows)
+
+    distinct = [(1, 5), (1, 7), (2, 5), (2, 7), (3, 1)]
+    assert not any(check(distinct, n) for n in (1, 2, 3, 100))
+    assert not check([], 2)
+    assert check([(1, 5), (1, 7), (1, 7), (2, 1)], 100)  # within a batch
+    assert check([(1, 5), (1, 7), (1, 7), (2, 1)], 2)  # the repeat straddles two batches
+    assert not check([(1, 7), (2, 7)], 1)  # equal term_hash alone is no repeat
 
 
 def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
