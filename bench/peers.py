@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -98,6 +99,28 @@ def table(label: str, threshold: float, n_docs: int, truth: int, systems: list[d
     return "\n".join(lines)
 
 
+def results_body(args: argparse.Namespace, sections: list[str]) -> str:
+    """The RESULTS.md section: how the tables were made, then the tables."""
+    command = shlex.join(sys.argv[1:])
+    return (
+        f"## Side by side with peers (`bench/peers.py {command}`, {date.today()})\n\n"
+        f"Machine: {machine()}. Harness: ../shared/bench/compare.py; corpus from its gen_corpus.py "
+        "(its default seed, 42, recorded in the corpus meta.json). "
+        "Wall time of each system's process: start-up, reading docs.parquet, sketching, LSH, verification, "
+        "writing pairs. Ratio > 1x means lshsql is faster."
+        + (f" lshsql ran with `{args.lshsql_args}`." if args.lshsql_args else "")
+        + (
+            " The exact truth is lshsql's prefix-filter join (bench/truth.py, sql/70_truth.sql): the "
+            "harness's exact.py runs out of disk here. At 100k documents both give the same pairs and values "
+            "(T = 0.5: 41,705; T = 0.8: 11,667)."
+            if args.truth == "lshsql"
+            else ""
+        )
+        + "\n\n"
+        + "\n\n".join(sections)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -165,25 +188,7 @@ def main() -> None:
                 )
             )
             print(sections[-1], flush=True)
-    command = " ".join(sys.argv[1:])
-    body = (
-        f"## Side by side with peers (`bench/peers.py {command}`, {date.today()})\n\n"
-        f"Machine: {machine()}. Harness: ../shared/bench/compare.py; corpus from its gen_corpus.py "
-        "(its default seed, 42, recorded in the corpus meta.json). "
-        "Wall time of each system's process: start-up, reading docs.parquet, sketching, LSH, verification, "
-        "writing pairs. Ratio > 1x means lshsql is faster."
-        + (f" lshsql ran with `{args.lshsql_args}`." if args.lshsql_args else "")
-        + (
-            " The exact truth is lshsql's prefix-filter join (bench/truth.py, sql/70_truth.sql): the "
-            "harness's exact.py runs out of disk here. At 100k documents both give the same pairs and values "
-            "(T = 0.5: 41,705; T = 0.8: 11,667)."
-            if args.truth == "lshsql"
-            else ""
-        )
-        + "\n\n"
-        + "\n\n".join(sections)
-    )
-    write_section(args.out, args.section, body)
+            write_section(args.out, args.section, results_body(args, sections))  # a later failure keeps it
     print(f"written to {args.out}")
 
 
