@@ -9,7 +9,7 @@ WORK   ?= work/example
 .PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark clean
 
 help:  ## List the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 $(BIN)/lshsql: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -427,20 +427,28 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     }
 
 
-# Repeats the bags written cannot show: rows the bags stage drops whatever their tf (terms too common by
-# n_urls, which counts a repeat twice) or whose tf rounds to 0 at 12 decimals (a repeat may survive alone).
-# Without such rows (a zone-map lookup for the tf test) the query costs nothing.
+# Repeats the bags written cannot show, in rows the bags stage drops: every row of a term too common by
+# n_urls (which counts a repeat twice; max_df, or idf <= 0 with tfidf: these mirror sql/20_bags.sql), and a
+# row whose tf rounds to 0 at 12 decimals while its repeat stays. It reads term_counts only for those terms
+# and (url, term)s: none in the harness's sets; a crawl's few stopword-like terms above max_df.
 _HIDDEN_REPEATS = """
 with
 n as (select count(*) as n_urls from urls),
 common as (
     select terms.term from terms cross join n
     where not (terms.n_urls <= $max_df * n.n_urls) or ($weighting = 'tfidf' and terms.n_urls >= n.n_urls)
+),
+tiny as (
+    select distinct term_counts.url, term_counts.term from term_counts where term_counts.tf < 1e-12
 )
 select
-    exists (select 1 from term_counts where term_counts.tf < 1e-12)
-    or exists (
+    exists (
         select 1 from term_counts semi join common on term_counts.term = common.term
+        group by term_counts.url, term_counts.term having count(*) > 1
+    )
+    or exists (
+        select 1 from term_counts
+        semi join tiny on term_counts.url = tiny.url and term_counts.term = tiny.term
         group by term_counts.url, term_counts.term having count(*) > 1
     )
 """

@@ -92,7 +92,11 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("term_id", pa.int64(), "1, 2, ... in order of term_hash"),
         ("term_hash", pa.int64(), "xxh64(utf8(term)) >> 1, the UDF lsh_term_hash; bags name terms by it"),
         ("term", pa.string(), "the term"),
-        ("n_urls", pa.int64(), "rows of term_counts: URLs described by the term, before df limits"),
+        (
+            "n_urls",
+            pa.int64(),
+            "rows of term_counts with the term: the URLs it describes when no (url, term) repeats",
+        ),
     ],
     "bags": [
         ("url_id", pa.int64(), "the URL (urls.url_id)"),

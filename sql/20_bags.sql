@@ -9,8 +9,9 @@
 -- param:  scale DOUBLE        tfidf and tf bags are normalized so their weights sum to this
 -- template: normalize = weighting is tfidf or tf (weighting none keeps the weights as they are)
 -- template: rows_unique = term_counts has one row per (url, term). The runner assumes so, then checks: a
---           repeated (url_id, term_hash) in the bags written, or one among the rows of the terms dropped
---           as too common (their n_urls may count a repeat). If it finds one it runs the file again
+--           repeated (url_id, term_hash) in the bags written, or one among the rows this file drops
+--           whatever their tf (terms too common by n_urls, which may count a repeat: above max_df, or
+--           idf <= 0 with tfidf) or a row whose tf rounds to 0. If it finds one it runs the file again
 --           without the assumption, and repeated rows add up.
 --
 -- TF-IDF weighted bags (Haveliwala et al. 2000, sec. 2). Both rare and very common terms are dropped, as in

@@ -31,7 +31,9 @@ def test_header_matches_statements(name):
     used: set[str] = set()  # over every form the template renders to
     for verify, weighting, rows_unique in itertools.product((False, True), ("tfidf", "none"), (False, True)):
         with duckdb.connect() as con:
-            statements = con.extract_statements(rendered(name, rows_unique, verify=verify, weighting=weighting))
+            statements = con.extract_statements(
+                rendered(name, rows_unique, verify=verify, weighting=weighting)
+            )
         used |= set().union(*(s.named_parameters for s in statements))
         assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
     assert used == set(sql.params)

@@ -248,6 +248,22 @@ def test_repeats_the_bags_cannot_show_are_found(tmp_path, rows, weighting, expec
     assert [(r["url_id"], r["term"], r["tf"], r["df"], pytest.approx(r["weight"])) for r in got] == expected
 
 
+def test_a_tiny_tf_without_a_repeat_keeps_the_fast_way(tmp_path):
+    """A tf that rounds to 0 leaves its bag either way; only a repeat of its (url, term) needs the group."""
+    import json
+
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    rows = [("a", "x", 1.0), ("a", "y", 1e-13), ("b", "x", 1.0)]
+    source = write_table(tmp_path / "in.parquet", [{"url": u, "term": t, "weight": w} for u, t, w in rows])
+    run(tmp_path / "w", Params(weighting="none"), bags=source, only=("term_counts", "urls", "terms", "bags"))
+    entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["bags"]
+    assert not entry["repeated_rows_added_up"]
+    got = named(tmp_path / "w", read_rows(tmp_path / "w" / "bags.parquet"))
+    assert [(r["url_id"], r["term"], r["weight"]) for r in got] == [(1, "x", 1.0), (2, "x", 1.0)]
+
+
 def test_repeated_rows_are_found_within_and_across_batches(tmp_path):
     from lshsql.pipeline import has_repeated_rows
     from tests.conftest import write_table
