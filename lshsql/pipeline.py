@@ -404,7 +404,8 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     _register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from urls")
     n_terms = engine.scalar("select count(*) from terms")
-    # url_id and term_id are packed into one BIGINT group key: url_id * 2^32 + term_id
+    # the grouped form packs url_id and term_id into one BIGINT key, url_id * 2^32 + term_id: checked up
+    # front, as either form may end up grouped
     if n_urls >= 2**31 or n_terms >= 2**32:
         raise InputError(f"{n_urls} URLs, {n_terms} terms: a work folder holds fewer than 2^31 and 2^32")
     # First as if term_counts had one row per (url, term), as it has when made from fragments; a user's
