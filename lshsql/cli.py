@@ -31,6 +31,14 @@ Threads = Annotated[
 MemoryLimit = Annotated[
     str | None, typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB [default: half the RAM].")
 ]
+MaxSpill = Annotated[
+    str | None,
+    typer.Option(
+        "--max-spill",
+        help="Most DuckDB may spill to WORK/tmp, e.g. 50GB; over it the stage stops with an error "
+        "[default: DuckDB's, 90% of the free disk].",
+    ),
+]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 EngineName = Annotated[
     str, typer.Option("--engine", help="duckdb or spark: the engine that runs the stage SQL (same rows).")
@@ -142,10 +150,10 @@ def _root(
 # --- helpers ----------------------------------------------------------------------------------------
 
 
-def _resources(work: Path, threads: int | None, memory_limit: str | None):
+def _resources(work: Path, threads: int | None, memory_limit: str | None, max_spill: str | None = None):
     from lshsql.db import Resources
 
-    kwargs = {"temp_directory": str(work / "tmp" / "duckdb")}
+    kwargs = {"temp_directory": str(work / "tmp" / "duckdb"), "max_spill": max_spill}
     if threads is not None:
         kwargs["threads"] = threads
     if memory_limit is not None:
@@ -260,6 +268,7 @@ def extract(
     max_page_mb: MaxPageMb = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     engine: EngineName = "duckdb",
     spark_master: SparkMaster = "local[*]",
     spark_conf: SparkConf = None,
@@ -289,7 +298,7 @@ def extract(
         crawl,
         work,
         params,
-        _resources(work, threads, memory_limit),
+        _resources(work, threads, memory_limit, max_spill),
         _progress(quiet),
         **_engine_options(engine, spark_master, spark_conf),
     )
@@ -328,6 +337,7 @@ def ingest(
     buckets: Buckets = 16,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     force: Annotated[
         bool, typer.Option("--force", help="Ingest even when the work folder is up to date.")
     ] = False,
@@ -353,7 +363,7 @@ def ingest(
         extra_stopwords=_stopword_file(extra_stopwords),
         buckets=buckets,
     )
-    resources = _resources(work, threads, memory_limit)
+    resources = _resources(work, threads, memory_limit, max_spill)
     summary = ingest_if_changed(
         docs, work, params, resources, _progress(quiet, "M characters of text"), force
     )
@@ -391,6 +401,7 @@ def _run(
     extract_options: dict,
     threads,
     memory_limit,
+    max_spill,
     force: bool,
     quiet: bool,
     spark: dict | None = None,
@@ -403,7 +414,7 @@ def _run(
     from lshsql.engine import open_engine
 
     options = _engine_options(**(spark or {}))
-    resources = _resources(work, threads, memory_limit)
+    resources = _resources(work, threads, memory_limit, max_spill)
     # one Spark session for extraction and the stages (DuckDB opens a connection for each)
     spark_session = (
         open_engine(options["engine"], resources, options["spark_master"], options["spark_conf"])
@@ -474,6 +485,7 @@ def run(
     max_page_mb: MaxPageMb = 32.0,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     engine: EngineName = "duckdb",
     spark_master: SparkMaster = "local[*]",
     spark_conf: SparkConf = None,
@@ -502,7 +514,9 @@ def run(
         max_page_mb=max_page_mb,
     )
     spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
-    _run(None, crawl, work, bags, given, extract_options, threads, memory_limit, force, quiet, spark)
+    _run(
+        None, crawl, work, bags, given, extract_options, threads, memory_limit, max_spill, force, quiet, spark
+    )
 
 
 @app.command()
@@ -528,6 +542,7 @@ def stage(
     clustering: Clustering = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     engine: EngineName = "duckdb",
     spark_master: SparkMaster = "local[*]",
     spark_conf: SparkConf = None,
@@ -547,7 +562,7 @@ def stage(
         raise ParamError(f"unknown stage '{name}' (stages: {', '.join(STAGE_NAMES)})")
     given = _pipeline_options(locals())
     spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
-    _run(name, None, work, bags, given, {}, threads, memory_limit, force, quiet, spark)
+    _run(name, None, work, bags, given, {}, threads, memory_limit, max_spill, force, quiet, spark)
 
 
 @app.command()
@@ -671,6 +686,7 @@ def eval_(
     seed: Annotated[int, typer.Option(help="Seed of that sample.")] = 1,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Measure the run against the exact answer: recall and precision of pairs and candidates, the exact
     similarity of what was missed or wrongly kept, nearest-neighbour overlap, and cluster quality with labels.
@@ -680,7 +696,9 @@ def eval_(
     """
     from lshsql.evaluate import evaluate, summary_lines
 
-    result = evaluate(work, threshold, labels, sample, seed, _resources(work, threads, memory_limit))
+    result = evaluate(
+        work, threshold, labels, sample, seed, _resources(work, threads, memory_limit, max_spill)
+    )
     for line in summary_lines(result):
         typer.echo(line)
 
@@ -716,6 +734,7 @@ def hierarchy(
     seed: Seed = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     engine: EngineName = "duckdb",
     spark_master: SparkMaster = "local[*]",
     spark_conf: SparkConf = None,
@@ -738,7 +757,7 @@ def hierarchy(
         work,
         params,
         _params(work, given),
-        _resources(work, threads, memory_limit),
+        _resources(work, threads, memory_limit, max_spill),
         log=_say(quiet),
         **_engine_options(engine, spark_master, spark_conf),
     )
@@ -756,6 +775,7 @@ def cut(
     out: Annotated[Path | None, typer.Option(help="Where to write [default: DIR/cut.parquet].")] = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Flat clusters from the cluster tree of `lshsql hierarchy`: the single-link clusters at a similarity
     threshold (one query, sql/85_cut.sql), with the clusters table's columns.
@@ -765,7 +785,7 @@ def cut(
     from lshsql.evaluate import quality_lines, score_clusters
     from lshsql.hierarchy import cut as make_cut
 
-    resources = _resources(work, threads, memory_limit)
+    resources = _resources(work, threads, memory_limit, max_spill)
     path, counts = make_cut(work, threshold, resources, out)
     typer.echo(
         f"{counts['clusters']:,} clusters of {counts['rows']:,} URLs at similarity {threshold:g} "
@@ -785,6 +805,7 @@ def environment(
     members: Annotated[int, typer.Option(help="Domains shown per cluster.")] = 8,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
     quiet: Quiet = False,
 ) -> None:
     """The external web environment of a site: the domains it links to and those citing it, with counts of
@@ -797,7 +818,7 @@ def environment(
     from lshsql.params import Params
 
     params = Params(threshold=threshold, clustering=clustering)
-    result = describe(work, site, params, _resources(work, threads, memory_limit), log=_say(quiet))
+    result = describe(work, site, params, _resources(work, threads, memory_limit, max_spill), log=_say(quiet))
     for line in result.lines(members):
         typer.echo(line)
 
@@ -880,6 +901,7 @@ def mirrors(
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Host mirrors: page clusters aggregated to pairs of hosts (shared clusters, Jaccard of the hosts'
     cluster sets). Writes every pair sharing --min-shared clusters to DIR/mirrors.parquet and prints the
@@ -890,7 +912,9 @@ def mirrors(
     from lshsql.mirrors import likely_mirrors
     from lshsql.mirrors import mirrors as find_mirrors
 
-    path, counts = find_mirrors(work, _from_cut(from_), min_shared, _resources(work, threads, memory_limit))
+    path, counts = find_mirrors(
+        work, _from_cut(from_), min_shared, _resources(work, threads, memory_limit, max_spill)
+    )
     table = likely_mirrors(work, min_jaccard, limit)
     summary = (
         f"{counts['rows']:,} pairs of hosts share >= {min_shared} clusters  ->  {path}; "
