@@ -61,7 +61,7 @@ bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB
 	$(BIN)/python bench/scale.py --sizes 100000,1000000,10000000 --memory-limit 4GB,4GB,8GB --out bench/RESULTS.md
 
 bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, all docs: time, F-measure
-	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --headline-cut 0.25 --out bench/RESULTS.md
+	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --threshold 0.25 --cuts 0.25,0.3,0.35 --headline-cut 0.25 --sweep 0.2:0.4:0.01 --out bench/RESULTS.md
 
 bench-spark: install  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md

@@ -9,7 +9,10 @@ For each size: the first N stories (NEWID order) with a BODY and at least one to
 - `hierarchy --method exact` (single-link over every exact pair >= t) up to --exact-max documents;
 - `cut` at each similarity in --cuts, scored against the TOPICS labels: pairwise precision, recall,
   F-measure and accuracy over document pairs (a pair with a shared topic belongs together), as in Korelin &
-  Blekanov's evaluation.
+  Blekanov's evaluation;
+- the best cut of a finer grid (--sweep, from trees built once more down to its lowest cut, untimed), and
+  for the largest labelled size the topics whose pairs decide the F-measure: how many of each topic's pairs
+  the best cut keeps together.
 
 `body` adds every story with a BODY (19,043, labelled or not), the size of the published 20k run: it is
 clustered whole and scored on its labelled stories. Times are medians of --runs runs, in this process
@@ -19,6 +22,7 @@ clustered whole and scored on its labelled stories. Times are medians of --runs 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -79,6 +83,51 @@ def scores(work: Path, cuts: list[float], resources) -> dict[float, dict]:
     return out
 
 
+def best_cut(scored: dict[float, dict], sweep: list[float]) -> tuple[float, dict]:
+    """The cut of the sweep with the highest pairwise F-measure (the lowest such cut on a tie)."""
+    h = max(sweep, key=lambda c: (scored[c]["pairwise_f"] or 0.0, -c))
+    return h, scored[h]
+
+
+TOPICS_KEPT = """
+with
+labelled as (
+    select cut.center_id, labels.label
+    from read_parquet($cut) as cut
+    inner join read_parquet($labels) as labels on cut.url = labels.url
+),
+per_cluster as (
+    select label, center_id, count(*) as n from labelled group by label, center_id
+)
+select
+    label,
+    sum(n) as stories,
+    sum(n) * (sum(n) - 1) // 2 as pairs,
+    sum(n * (n - 1) // 2) as pairs_together,
+    max(n) as largest_cluster
+from per_cluster
+group by label
+order by pairs desc, label
+limit $top
+"""
+
+
+def topics_kept(work: Path, h: float, resources, top: int = 6) -> list[tuple]:
+    """Per topic, at cut h: stories, pairs of two stories about it, how many of those the cut keeps
+    together, and its stories in its largest cluster. The few big topics carry the pairwise scores."""
+    path, _ = cut(work, h, resources)
+    with db.connect(resources) as con:
+        return con.execute(
+            TOPICS_KEPT, {"cut": str(path), "labels": str(work / "labels.parquet"), "top": top}
+        ).fetchall()
+
+
+def _grid(spec: str) -> list[float]:
+    """'0.2:0.4:0.01' -> [0.2, 0.21, ..., 0.4]."""
+    start, stop, step = (float(x) for x in spec.split(":"))
+    return [round(start + i * step, 6) for i in range(int(round((stop - start) / step)) + 1)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -90,6 +139,9 @@ def main() -> None:
     )
     parser.add_argument("--cuts", default="0.25,0.3,0.35")
     parser.add_argument("--headline-cut", type=float, default=None, help="the cut of the summary table")
+    parser.add_argument(
+        "--sweep", default="0.2:0.4:0.01", help="start:stop:step of the cuts searched for the best F"
+    )
     parser.add_argument("--r-start", type=int, default=20)
     parser.add_argument("--r-min", type=int, default=2)
     parser.add_argument("--delta", type=int, default=2)
@@ -106,10 +158,16 @@ def main() -> None:
     headline = args.headline_cut if args.headline_cut is not None else cuts[len(cuts) // 2]
     if headline not in cuts:
         sys.exit(f"--headline-cut {headline} is not one of --cuts {args.cuts}")
+    sweep = _grid(args.sweep)
+    if min(cuts) < args.threshold:
+        sys.exit(f"every cut must be >= --threshold {args.threshold}: the tree holds no lower merge")
     lsh_params = HierarchyParams(args.threshold, args.r_start, args.r_min, args.delta)
     exact_params = HierarchyParams(args.threshold, method="exact")
+    # the sweep's trees are built once more, untimed, down to its lowest cut
+    lsh_sweep = dataclasses.replace(lsh_params, threshold=min(sweep))
+    exact_sweep = dataclasses.replace(exact_params, threshold=min(sweep))
     pipeline = Params(weighting="none")
-    rows = []
+    rows, topics = [], None
     with tempfile.TemporaryDirectory(dir="bench-data" if Path("bench-data").is_dir() else None) as tmp:
         resources = db.Resources(memory_limit=args.memory_limit, temp_directory=f"{tmp}/duckdb")
         for size in args.sizes.split(","):
@@ -121,11 +179,22 @@ def main() -> None:
                 row["exact"] = timed_hierarchy(work, exact_params, pipeline, resources, runs)
                 row["exact_scores"] = scores(work, cuts, resources)
                 print(f"  exact {row['exact']['seconds']:.2f} s", flush=True)
+                hierarchy(work, exact_sweep, pipeline, resources)
+                row["exact_best"] = best_cut(scores(work, sweep, resources), sweep)
             row["lsh"] = timed_hierarchy(work, lsh_params, pipeline, resources, args.runs)
             row["lsh_scores"] = scores(work, cuts, resources)
             print(f"  lsh {row['lsh']['seconds']:.2f} s", flush=True)
+            hierarchy(work, lsh_sweep, pipeline, resources)
+            row["lsh_best"] = best_cut(scores(work, sweep, resources), sweep)
+            if size != "body" and all(info["documents"] >= r["documents"] for r in rows):
+                topics = (
+                    size,
+                    info["documents"],
+                    row["lsh_best"][0],
+                    topics_kept(work, row["lsh_best"][0], resources),
+                )
             rows.append(row)
-    body = render(rows, cuts, headline, lsh_params, args.runs, args.exact_runs)
+    body = render(rows, cuts, headline, lsh_params, args.runs, args.exact_runs, sweep, topics)
     print(body)
     write_section(args.out, "reuters", body)
 
@@ -135,7 +204,14 @@ def _pct(x: float | None) -> str:
 
 
 def render(
-    rows: list[dict], cuts: list[float], headline: float, params: HierarchyParams, runs: int, exact_runs: int
+    rows: list[dict],
+    cuts: list[float],
+    headline: float,
+    params: HierarchyParams,
+    runs: int,
+    exact_runs: int,
+    sweep: list[float],
+    topics: tuple | None,
 ) -> str:
     lines = [
         f"## Hierarchical clustering on Reuters-21578 (`bench/reuters.py`, {date.today().isoformat()})",
@@ -181,6 +257,38 @@ def render(
             left = f"{_pct(exact['pairwise_f'])} ({exact['clusters']:,})" if exact else "-"
             cells.append(f"{left} / {_pct(lsh['pairwise_f'])} ({lsh['clusters']:,})")
         lines.append(f"| {row['documents']:,} ({row['size']}) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"### The best cut from {sweep[0]} to {sweep[-1]} (by {round(sweep[1] - sweep[0], 6)}; trees built"
+        f" again with t = {sweep[0]}, untimed)",
+        "",
+        "| documents | method | best cut | clusters | largest | precision % | recall % | F % |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        for method in ("exact", "lsh"):
+            if f"{method}_best" in row:
+                h, q = row[f"{method}_best"]
+                lines.append(
+                    f"| {row['documents']:,} ({row['size']}) | {method} | {h} | {q['clusters']:,} | "
+                    f"{q['largest_cluster']:,} | {_pct(q['pairwise_precision'])} | "
+                    f"{_pct(q['pairwise_recall'])} | {_pct(q['pairwise_f'])} |"
+                )
+    if topics:
+        size, n, h, kept = topics
+        lines += [
+            "",
+            f"### Where the F-measure is lost: {n:,} ({size}) stories, LSH tree cut at {h}",
+            "",
+            "Pairs of two stories about a topic (a pair about two shared topics counts for each), how many"
+            " of them the cut keeps in one cluster, and the topic's stories in its largest cluster.",
+            "",
+            "| topic | stories | pairs | kept together % | stories in its largest cluster |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for label, stories, pairs, together, largest in kept:
+            kept_pct = _pct(together / pairs if pairs else None)
+            lines.append(f"| {label} | {stories:,} | {pairs:,} | {kept_pct} | {largest:,} |")
     return "\n".join(lines) + "\n"
 
 
