@@ -125,7 +125,9 @@ def topics_kept(work: Path, h: float, resources, top: int = 6) -> list[tuple]:
 def _grid(spec: str) -> list[float]:
     """'0.2:0.4:0.01' -> [0.2, 0.21, ..., 0.4]."""
     start, stop, step = (float(x) for x in spec.split(":"))
-    return [round(start + i * step, 6) for i in range(int(round((stop - start) / step)) + 1)]
+    if not 0 < start < stop or step <= 0:
+        sys.exit(f"--sweep {spec}: want start:stop:step with 0 < start < stop and step > 0")
+    return [round(start + i * step, 6) for i in range(int((stop - start) / step + 1e-9) + 1)]
 
 
 def main() -> None:
@@ -186,7 +188,9 @@ def main() -> None:
             print(f"  lsh {row['lsh']['seconds']:.2f} s", flush=True)
             hierarchy(work, lsh_sweep, pipeline, resources)
             row["lsh_best"] = best_cut(scores(work, sweep, resources), sweep)
-            if size != "body" and all(info["documents"] >= r["documents"] for r in rows):
+            if size != "body" and all(
+                info["documents"] >= r["documents"] for r in rows if r["size"] != "body"
+            ):
                 topics = (
                     size,
                     info["documents"],

@@ -35,7 +35,7 @@ MaxSpill = Annotated[
     str | None,
     typer.Option(
         "--max-spill",
-        help="Most DuckDB may spill to WORK/tmp, e.g. 50GB; over it the stage stops with an error "
+        help="Most DuckDB may spill to WORK/tmp/duckdb, e.g. 50GB; over it the stage stops with an error "
         "[default: DuckDB's, 90% of the free disk].",
     ),
 ]
@@ -126,7 +126,9 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - the one boundary: no traceback reaches a user
         if os.environ.get("LSHSQL_DEBUG") or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
             raise
-        typer.echo(f"lshsql: error: DuckDB: {' '.join(str(e).split())}", err=True)
+        from lshsql.db import error_message
+
+        typer.echo(f"lshsql: error: DuckDB: {error_message(e)}", err=True)
         sys.exit(3)
 
 
@@ -150,7 +152,7 @@ def _root(
 # --- helpers ----------------------------------------------------------------------------------------
 
 
-def _resources(work: Path, threads: int | None, memory_limit: str | None, max_spill: str | None = None):
+def _resources(work: Path, threads: int | None, memory_limit: str | None, max_spill: str | None):
     from lshsql.db import Resources
 
     kwargs = {"temp_directory": str(work / "tmp" / "duckdb"), "max_spill": max_spill}

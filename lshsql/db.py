@@ -84,6 +84,18 @@ def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
     return con.execute(query, params or {}).fetchall()[0][0]
 
 
+def error_message(e: Exception) -> str:
+    """DuckDB's error on one line; running out of spill space says which limit and what to change, not
+    DuckDB's advice (which names its PRAGMA)."""
+    message = " ".join(str(e).split())
+    if "max_temp_directory_size" in message:
+        return (
+            "it needs more spill space than allowed (--max-spill; without it DuckDB's own limit, 90% of the "
+            "free disk): raise --max-spill or free disk space, or raise --memory-limit so that it spills less"
+        )
+    return message
+
+
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 

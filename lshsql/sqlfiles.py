@@ -186,13 +186,7 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: SqlFile, number: int, query: s
     try:
         con.execute(query, params).fetchall()  # DuckDB 2.0: a result must be consumed before the next call
     except duckdb.Error as e:
-        message = " ".join(str(e).split())
-        if "max_temp_directory_size" in message:
-            message = (
-                "it needs to spill more than --max-spill allows to the temp directory; raise --max-spill, "
-                "or --memory-limit so that it spills less"
-            )
-        raise StageError(f"sql/{sql.name}: statement {number}: {message}") from None
+        raise StageError(f"sql/{sql.name}: statement {number}: {db.error_message(e)}") from None
 
 
 def _count(con: duckdb.DuckDBPyConnection, path: str | Path) -> int:

@@ -136,5 +136,46 @@ def test_a_stage_that_would_spill_over_max_spill_stops_with_one_line(tmp_path):
     result = lshsql(*args, "--memory-limit", "64MB", "--threads", "1", "--max-spill", "2MB")
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1, result.stderr
-    assert "sql/20_bags.sql" in result.stderr and "more than --max-spill allows" in result.stderr
+    assert (
+        "sql/20_bags.sql" in result.stderr and "more spill space than allowed (--max-spill" in result.stderr
+    )
     assert "Traceback" not in result.stderr
+
+
+# every command with --memory-limit, with the arguments it needs to get as far as opening DuckDB
+MAX_SPILL_COMMANDS = {
+    "extract": [str(EXAMPLE_CRAWL)],
+    "ingest": ["{tmp}/d.jsonl"],
+    "run": ["--bags", "{tmp}/b.parquet"],
+    "stage": ["bags"],
+    "eval": [],
+    "hierarchy": [],
+    "cut": ["--threshold", "0.3"],
+    "environment": ["example.org"],
+    "mirrors": [],
+}
+
+
+def test_every_command_with_a_memory_limit_takes_max_spill():
+    import inspect
+
+    with_limit = {
+        command.name or command.callback.__name__
+        for command in app.registered_commands
+        if "memory_limit" in inspect.signature(command.callback).parameters
+    }
+    with_spill = {
+        command.name or command.callback.__name__
+        for command in app.registered_commands
+        if "max_spill" in inspect.signature(command.callback).parameters
+    }
+    assert with_limit == with_spill == set(MAX_SPILL_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(MAX_SPILL_COMMANDS))
+def test_max_spill_reaches_the_resources_of_every_command(tmp_path, command):
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "text": "hello world"}\n')
+    args = [a.replace("{tmp}", str(tmp_path)) for a in MAX_SPILL_COMMANDS[command]]
+    result = lshsql(command, *args, "--work", str(tmp_path / "w"), "--max-spill", "lots")
+    assert result.returncode != 0
+    assert result.stderr.strip() == "lshsql: error: max spill 'lots' is not a size like 50GB or 512MB"
