@@ -33,7 +33,7 @@ def default_threads() -> int:
 @dataclass(frozen=True)
 class Resources:
     """How much of the machine a run may use: DuckDB spills to `temp_directory` beyond `memory_limit`, and
-    at most `max_spill` there (None: DuckDB's own bound, 90% of the disk space free when it starts)."""
+    at most `max_spill` there (None: DuckDB's own bound, 90% of the free disk space)."""
 
     memory_limit: str = field(default_factory=default_memory_limit)
     threads: int = field(default_factory=default_threads)
