@@ -72,7 +72,7 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
             try:
                 con.execute("set max_temp_directory_size = $size", {"size": resources.max_spill})
             except duckdb.Error as e:
-                raise ParamError(f"max spill '{resources.max_spill}': {' '.join(str(e).split())}") from None
+                raise ParamError(f"max spill '{resources.max_spill}': {error_message(e)}") from None
         yield con
     finally:
         con.close()

@@ -59,10 +59,6 @@ def test_version():
         ),
         (["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--engine", "flink"], "--engine must be"),
         (
-            ["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--max-spill", "lots"],
-            "max spill 'lots'",
-        ),
-        (
             [
                 "run",
                 "--bags",
@@ -156,20 +152,18 @@ MAX_SPILL_COMMANDS = {
 }
 
 
-def test_every_command_with_a_memory_limit_takes_max_spill():
+def _commands_with(parameter: str) -> set[str]:
     import inspect
 
-    with_limit = {
+    return {
         command.name or command.callback.__name__
         for command in app.registered_commands
-        if "memory_limit" in inspect.signature(command.callback).parameters
+        if parameter in inspect.signature(command.callback).parameters
     }
-    with_spill = {
-        command.name or command.callback.__name__
-        for command in app.registered_commands
-        if "max_spill" in inspect.signature(command.callback).parameters
-    }
-    assert with_limit == with_spill == set(MAX_SPILL_COMMANDS)
+
+
+def test_every_command_with_a_memory_limit_takes_max_spill():
+    assert _commands_with("memory_limit") == _commands_with("max_spill") == set(MAX_SPILL_COMMANDS)
 
 
 @pytest.mark.parametrize("command", sorted(MAX_SPILL_COMMANDS))
