@@ -122,6 +122,51 @@ def test_empty_bags_are_counted(tmp_path):
     run(tmp_path, p, only=("term_counts", "urls", "terms", "bags"))
     entry = json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
     assert (entry["urls"], entry["urls_with_bag"], entry["urls_empty_bag"]) == (3, 1, 2)
+    # durian's one row is used; apple, banana and cherry are in 2 of 3 URLs, over 0.5 * 3: their 6 rows go
+    assert (entry["rows_read"], entry["rows_used"], entry["rows_dropped"]) == (7, 1, {"above_max_df": 6})
+
+
+# u1: x, y = 2, z = 1e-14 (rounds to 0); u2: x, w; u3: x, v = 3. x is in every URL.
+ROWS = [("u1", "x", 1.0), ("u1", "y", 2.0), ("u1", "z", 1e-14), ("u2", "x", 1.0), ("u2", "w", 1.0)]
+ROWS += [("u3", "x", 1.0), ("u3", "v", 3.0)]
+# again u1's y (they add up to 3) and u2's w with a weight that rounds to 0 (w's total stays 1)
+REPEATS = [("u1", "y", 1.0), ("u2", "w", 1e-14)]
+
+
+@pytest.mark.parametrize(
+    ("repeats", "params", "used", "dropped"),
+    [
+        (False, {"weighting": "none"}, 6, {"weight_rounds_to_zero": 1}),
+        (False, {"weighting": "tfidf"}, 3, {"in_every_url": 3, "weight_rounds_to_zero": 1}),
+        (False, {"weighting": "none", "min_df": 2}, 3, {"below_min_df": 4}),
+        (False, {"weighting": "tfidf", "max_df": 0.5}, 3, {"above_max_df": 3, "weight_rounds_to_zero": 1}),
+        (True, {"weighting": "none"}, 8, {"weight_rounds_to_zero": 1}),
+        (True, {"weighting": "tfidf"}, 5, {"in_every_url": 3, "weight_rounds_to_zero": 1}),
+        # df counts URLs once the rows add up: y and w are in one URL each, so their 4 rows go
+        (True, {"weighting": "none", "min_df": 2}, 3, {"below_min_df": 6}),
+    ],
+)
+def test_rows_that_make_no_bag_are_counted_per_reason(tmp_path, repeats, params, used, dropped):
+    """Every row of term_counts is used or dropped with its reason, whichever way the bags are made."""
+    import json
+
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    rows = ROWS + REPEATS if repeats else ROWS
+    source = write_table(tmp_path / "in.parquet", [{"url": u, "term": t, "weight": w} for u, t, w in rows])
+    summary = run(
+        tmp_path / "w", Params(**params), bags=source, only=("term_counts", "urls", "terms", "bags")
+    )
+    stages = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]
+    entry = stages["bags"]
+    assert entry["repeated_rows_added_up"] == repeats
+    assert entry["rows_read"] == stages["term_counts"]["rows"] == len(rows)
+    assert (entry["rows_used"], entry["rows_dropped"]) == (used, dropped)
+    if not repeats:
+        assert entry["rows"] == used  # one bag row per row used
+    reasons = ", ".join(f"{reason} {n}" for reason, n in dropped.items())
+    assert f"bags: {sum(dropped.values())} rows dropped ({reasons})" in summary.lines()
 
 
 def test_tf_and_none_weightings(tmp_path):
@@ -154,7 +199,7 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
             {"url": "u2", "term": "z", "weight": 0.0},
         ],
     )
-    run(
+    summary = run(
         tmp_path / "w",
         Params(weighting="none", threshold=0.5),
         bags=bags_file,
@@ -162,6 +207,7 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
     )
     entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["term_counts"]
     assert entry["rows_skipped"] == {"null_url": 1, "null_term": 1, "weight_not_positive": 1}
+    assert "term_counts: 3 rows skipped (null_url 1, null_term 1, weight_not_positive 1)" in summary.lines()
     # term_counts is a view of the user's table, not a copy; the bags stage adds up the repeated rows
     assert entry["view"] and not (tmp_path / "w" / "term_counts.parquet").exists()
     rows = run_stage(tmp_path / "w", "bags", Params(weighting="none", min_df=1, max_df=1.0).resolved(True))
