@@ -608,14 +608,17 @@ def query(
     ],
     work: Work = Path("work"),
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
-    """Ad-hoc SQL over the work folder's tables.
+    """Ad-hoc SQL over the work folder's tables, with DuckDB's resources set as for `run`.
 
     Example: lshsql query "select size, count(*) from clusters group by 1 order by 1" --work work
     """
     from lshsql.explore import query as run_query
 
-    _print_table(run_query(work, sql), format)
+    _print_table(run_query(work, sql, _resources(work, threads, memory_limit, max_spill)), format)
 
 
 @app.command()

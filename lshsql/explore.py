@@ -135,9 +135,10 @@ def cluster_labels(
     return {int(i): found.get(int(i), []) for i in center_ids}
 
 
-def query(work: str | Path, sql: str) -> Table:
-    """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...)."""
-    with open_work(work) as con:
+def query(work: str | Path, sql: str, resources: db.Resources | None = None) -> Table:
+    """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...), within
+    `resources` (default: 2 GB and 2 threads, spilling to DIR/tmp/duckdb)."""
+    with open_work(work, resources) as con:
         return _fetch(con, sql)
 
 

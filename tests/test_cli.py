@@ -149,6 +149,7 @@ MAX_SPILL_COMMANDS = {
     "cut": ["--threshold", "0.3"],
     "environment": ["example.org"],
     "mirrors": [],
+    "query": ["select 1"],
 }
 
 
@@ -173,3 +174,15 @@ def test_max_spill_reaches_the_resources_of_every_command(tmp_path, command):
     result = lshsql(command, *args, "--work", str(tmp_path / "w"), "--max-spill", "lots")
     assert result.returncode != 0
     assert result.stderr.strip() == "lshsql: error: max spill 'lots' is not a size like 50GB or 512MB"
+
+
+def test_query_runs_with_the_resources_it_is_given(tmp_path):
+    """A user's ad-hoc SQL may join the biggest tables: its memory, threads and spill are theirs to set."""
+    (tmp_path / "w").mkdir()
+    sql = "select current_setting('threads'), current_setting('memory_limit'), current_setting('temp_directory')"
+    options = ["--threads", "1", "--memory-limit", "300MB"]
+    result = lshsql("query", sql, "--work", str(tmp_path / "w"), "--format", "csv", *options)
+    assert result.returncode == 0, result.stderr
+    threads, memory, temp = result.stdout.splitlines()[1].split(",")
+    assert (threads, memory) == ("1", "286.1 MiB")
+    assert temp == str(tmp_path / "w" / "tmp" / "duckdb")
