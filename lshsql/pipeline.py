@@ -425,15 +425,18 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     if repeated:
         rows, _ = _run_sql(engine, stage, params, work, bags, context | {"rows_unique": False}, sql_params)
     with_bag = _scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
-    used, dropped = _rows_used_and_dropped(engine, params, rows_unique=not repeated)
-    if not repeated and used != rows:  # one bag row per row used: anything else is a bug, not bad input
+    grouped = repeated or not fast
+    used, dropped = _rows_used_and_dropped(engine, params, rows_unique=not grouped)
+    if not grouped and used != rows:  # one bag row per row used: anything else is a bug, not bad input
         raise StageError(f"bags: {rows} rows written, but {used} rows of term_counts were counted as used")
+    # n_urls counts a term's rows of term_counts; a terms table of the user's may not have it
+    read = "select coalesce(sum(n_urls), 0) from terms" if fast else "select count(*) from term_counts"
     return rows, {
         "urls": n_urls,
         "urls_with_bag": with_bag,
         "urls_empty_bag": n_urls - with_bag,
         "repeated_rows_added_up": repeated,
-        "rows_read": int(engine.scalar("select coalesce(sum(n_urls), 0) from terms")),  # term_counts' rows
+        "rows_read": int(engine.scalar(read)),
         "rows_used": used,
         "rows_dropped": dropped,
     }

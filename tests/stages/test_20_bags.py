@@ -126,6 +126,31 @@ def test_empty_bags_are_counted(tmp_path):
     assert (entry["rows_read"], entry["rows_used"], entry["rows_dropped"]) == (7, 1, {"above_max_df": 6})
 
 
+def test_rows_are_counted_with_a_terms_table_without_n_urls(tmp_path):
+    """A terms table of the user's own (any stage may start from one) need not have n_urls: the bags are
+    made the grouped way, and term_counts is counted instead."""
+    import json
+
+    import duckdb
+
+    from lshsql.pipeline import run
+
+    p = Params(min_df=2, max_df=1.0)
+    (tmp_path / "fragments" / "bucket=0").mkdir(parents=True)
+    run_stage(tmp_path, "term_counts", p.resolved(False), {"fragments": FRAGMENTS})
+    run(tmp_path, p, only=("term_counts", "urls", "terms"))
+    terms = str(tmp_path / "terms.parquet")
+    with duckdb.connect() as con:
+        con.execute(
+            f"copy (select * exclude (n_urls) from read_parquet('{terms}')) to '{terms}.new' (format parquet)"
+        )
+    (tmp_path / "terms.parquet.new").replace(terms)
+    run(tmp_path, p, only=("bags",), force=True)
+    entry = json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
+    assert (entry["rows"], entry["rows_read"], entry["rows_used"]) == (6, 7, 6)
+    assert entry["rows_dropped"] == {"below_min_df": 1}  # durian, in one URL
+
+
 # u1: x, y = 2, z = 1e-14 (rounds to 0); u2: x, w; u3: x, v = 3. x is in every URL.
 ROWS = [("u1", "x", 1.0), ("u1", "y", 2.0), ("u1", "z", 1e-14), ("u2", "x", 1.0), ("u2", "w", 1.0)]
 ROWS += [("u3", "x", 1.0), ("u3", "v", 3.0)]
