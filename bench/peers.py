@@ -144,6 +144,9 @@ def main() -> None:
         default="harness",
         help="lshsql: the exact truth from bench/truth.py (sql/70_truth.sql) when none is cached yet",
     )
+    parser.add_argument(
+        "--truth-batches", type=int, default=1, help="bench/truth.py --batches (16 at 1M docs, T = 0.5)"
+    )
     parser.add_argument("--section", default="peers", help="the RESULTS.md section to write")
     args = parser.parse_args()
     if not (HARNESS / "compare.py").exists():
@@ -169,6 +172,7 @@ def main() -> None:
             work = args.data / f"w{n_docs}"
             if args.truth == "lshsql":  # writes the truth where compare.py finds it, if none is cached
                 truth = [sys.executable, str(Path(__file__).with_name("truth.py")), "--work", str(work)]
+                truth += ["--batches", str(args.truth_batches)]
                 subprocess.run(
                     [*truth, "--bags", str(corpus / "docs.parquet"), "--thresholds", str(threshold)],
                     check=True,

@@ -35,10 +35,12 @@ def stamp(bags: Path) -> str:
     return f"{os.path.abspath(bags)}|{st.st_size}|{int(st.st_mtime)}"
 
 
-def lshsql_truth(bags: Path, threshold: float, scratch: Path, out: Path, resources: db.Resources) -> dict:
-    """Bags of the corpus, then sql/70_truth.sql; write (u, v, jaccard) to `out`. Returns timing: wall_s
-    includes the bags stages when they run (the first threshold; later ones find them up to date), and
-    peak_rss_mb is the process's peak so far."""
+def lshsql_truth(
+    bags: Path, threshold: float, scratch: Path, out: Path, resources: db.Resources, batches: int = 1
+) -> dict:
+    """Bags of the corpus, then sql/70_truth.sql (in `batches` parts); write (u, v, jaccard) to `out`.
+    Returns timing: wall_s includes the bags stages when they run (the first threshold; later ones find
+    them up to date), and peak_rss_mb is the process's peak so far."""
     start = time.perf_counter()
     pipeline.run(
         scratch,
@@ -48,7 +50,7 @@ def lshsql_truth(bags: Path, threshold: float, scratch: Path, out: Path, resourc
         only=("term_counts", "urls", "terms", "bags"),
     )
     with db.connect(resources) as con:
-        rows = evaluate.truth(con, scratch, threshold)
+        rows = evaluate.truth(con, scratch, threshold, batches)
         con.execute(
             "copy (select url_u.url as u, url_v.url as v, truth.jaccard "
             "from read_parquet($truth) as truth "
@@ -63,7 +65,8 @@ def lshsql_truth(bags: Path, threshold: float, scratch: Path, out: Path, resourc
         ).fetchall()
     wall = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"wall_s": wall, "peak_rss_mb": peak, "rc": 0, "pairs": rows, "source": "lshsql sql/70_truth.sql"}
+    source = "lshsql sql/70_truth.sql" + (f" in {batches} batches" if batches > 1 else "")
+    return {"wall_s": wall, "peak_rss_mb": peak, "rc": 0, "pairs": rows, "source": source}
 
 
 def same_pairs(a: Path, b: Path, resources: db.Resources) -> tuple[int, int, int]:
@@ -87,6 +90,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="compare.py's --work folder")
     parser.add_argument("--memory-limit", default="12GB")
     parser.add_argument("--threads", type=int, default=db.default_threads())
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=1,
+        help="find the truth in this many parts (each joins 1/batches of the prefixes): 16 at 1M, T = 0.5",
+    )
     args = parser.parse_args()
     truth_dir = args.work / "truth"
     truth_dir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +120,7 @@ def check_or_write(
         return
     if cached.get("stamp") == stamp(args.bags):
         mine = scratch / f"{name}.parquet"
-        run = lshsql_truth(args.bags, threshold, scratch, mine, resources)
+        run = lshsql_truth(args.bags, threshold, scratch, mine, resources, args.batches)
         n_harness, n_mine, differ = same_pairs(path, mine, resources)
         print(
             f"T={threshold}: exact.py {n_harness:,} pairs, lshsql {n_mine:,} pairs, {differ} differ "
@@ -120,7 +129,7 @@ def check_or_write(
         if differ:
             sys.exit(f"T={threshold}: lshsql's truth differs from exact.py's")
         return
-    run = lshsql_truth(args.bags, threshold, scratch, path, resources)
+    run = lshsql_truth(args.bags, threshold, scratch, path, resources, args.batches)
     meta.write_text(json.dumps({"stamp": stamp(args.bags), "run": run}))
     print(
         f"T={threshold}: {run['pairs']:,} pairs in {run['wall_s']:.1f} s, "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import time
 from math import comb
 from pathlib import Path
@@ -43,12 +44,31 @@ def register_flattened_bags(con, path: Path) -> None:
     engine.view("bags", f"select url_id, term_hash, tf, df, {copies} from bags_file")
 
 
-def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float) -> int:
-    """Run sql/70_truth.sql on the work folder's bags into DIR/eval/truth.parquet; the rows written."""
+def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches: int = 1) -> int:
+    """Run sql/70_truth.sql on the work folder's bags into DIR/eval/truth.parquet; the rows written. With
+    batches > 1, in that many runs, each for the pairs whose smaller bag has url_id % batches = batch: each
+    run joins a part of the prefixes, so its memory and spill are about 1/batches of the whole's."""
     work = Path(work)
     register_flattened_bags(con, _existing(work, "bags"))
     out = work / EVAL_DIR / "truth.parquet"
-    return sqlfiles.materialize(con, sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}, out)
+    sql, params = sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}
+    if batches < 1:
+        raise ParamError(f"truth batches must be at least 1, got {batches}")
+    if batches == 1:
+        return sqlfiles.materialize(con, sql, params, out)
+    parts = work / EVAL_DIR / "truth_batches"
+    shutil.rmtree(parts, ignore_errors=True)
+    for batch in range(batches):
+        context = {"batches": batches, "batch": batch}
+        sqlfiles.materialize(con, sql, params, parts / f"batch-{batch:05d}.parquet", context)
+    _copy(
+        con,
+        "select * from read_parquet($parts) order by u_id, v_id",
+        {"parts": str(parts / "*.parquet")},
+        out,
+    )
+    shutil.rmtree(parts, ignore_errors=True)
+    return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(out)})
 
 
 def evaluate(

@@ -3,7 +3,9 @@
 -- writes: truth(u_id, v_id, jaccard)
 -- order:  u_id, v_id
 -- param:  threshold DOUBLE    keep the pairs whose exact weighted Jaccard is at least this (0 < t <= 1)
--- template: no runner values; a loop writes l's prefix once per class difference d = 0..4
+-- template: batches, batch = optional: only the pairs whose s (below) has url_id % batches = batch, so the
+--           runner can find the truth in batches whose union is the whole (the join of prefixes at 1M
+--           documents, T = 0.5, is ~6 billion rows); a loop writes l's prefix once per class difference d
 --
 -- Ground truth for `lshsql eval`: every pair u_id < v_id whose exact weighted Jaccard
 -- J = sum(min) / sum(max) of the bag weights is >= t, found by prefix filtering (Chaudhuri et al. 2006;
@@ -84,6 +86,9 @@ index_terms as (
     where
         prefix_terms.suffix_weight
         >= (2 * settings.t / (1 + settings.t) - settings.lambda * settings.t) * prefix_terms.total_weight
+        {%- if batches is defined and batches > 1 %}
+        and prefix_terms.url_id % {{ batches }} = {{ batch }}
+        {%- endif %}
 ),
 
 -- l's side: its prefix once per class difference d, for s in class size_class - d, with r = g^-(d+1) (at

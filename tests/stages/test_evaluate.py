@@ -76,9 +76,11 @@ def con():
         yield connection
 
 
-def truth_rows(con, bags: dict[int, dict[str, float]], threshold: float, hash_of=distinct_hash):
+def truth_rows(con, bags: dict[int, dict[str, float]], threshold: float, hash_of=distinct_hash, context=None):
     con.register("bags", bags_table(bags, hash_of))
-    query, bound = sqlfiles.final_select(con, sqlfiles.load("70_truth.sql"), {"threshold": threshold})
+    query, bound = sqlfiles.final_select(
+        con, sqlfiles.load("70_truth.sql"), {"threshold": threshold}, context
+    )
     rows = con.execute(query, bound).fetchall()
     con.unregister("bags")
     return rows
@@ -169,6 +171,16 @@ THRESHOLDS = st.one_of(
 def test_truth_equals_brute_force(con, bags, threshold):
     rows = truth_rows(con, bags, threshold)
     assert rows == brute_force(bags, threshold)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bags=weighted_bags(), threshold=THRESHOLDS, batches=st.integers(2, 4))
+def test_truth_in_batches_is_the_truth(con, bags, threshold, batches):
+    """Each batch keeps the pairs whose smaller bag has url_id % batches = batch: together, every pair once."""
+    parts = [
+        truth_rows(con, bags, threshold, context={"batches": batches, "batch": b}) for b in range(batches)
+    ]
+    assert sorted(row for part in parts for row in part) == brute_force(bags, threshold)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -339,6 +351,15 @@ def test_recall_and_precision(work):
     assert result["clusters"] is None
     lines = summary_lines(result)
     assert lines[0] == "threshold 0.5: 3 exact pairs" and any(line.startswith("pairs") for line in lines)
+
+
+def test_truth_written_in_batches_equals_it_written_at_once(work):
+    with db.connect(RESOURCES) as con:
+        whole = evaluate.truth(con, work, 0.3)
+        rows = con.execute(f"select * from '{work}/eval/truth.parquet'").fetchall()
+        assert evaluate.truth(con, work, 0.3, batches=3) == whole == len(rows) > 0
+        assert con.execute(f"select * from '{work}/eval/truth.parquet'").fetchall() == rows
+    assert not (work / "eval" / "truth_batches").exists()
 
 
 def test_threshold_given_and_truth_reused(work):
