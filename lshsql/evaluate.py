@@ -46,28 +46,28 @@ def register_flattened_bags(con, path: Path) -> None:
 
 def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches: int = 1) -> int:
     """Run sql/70_truth.sql on the work folder's bags into DIR/eval/truth.parquet; the rows written. With
-    batches > 1, in that many runs, each for the pairs whose smaller bag has url_id % batches = batch: each
-    run joins a part of the prefixes, so its memory and spill are about 1/batches of the whole's."""
+    batches > 1, in that many runs, each for the pairs whose smaller bag has url_id % batches = batch. Each
+    run joins the index prefixes of 1/batches of the bags with all probe prefixes, so the join, its
+    aggregate and the verification (what grows quadratically) are about 1/batches; every run computes the
+    prefixes again (a window over all bags: 50 s of each batch at 1M documents)."""
     work = Path(work)
+    if type(batches) is not int or batches < 1:  # a template value: a whole number, never text
+        raise ParamError(f"truth batches must be a whole number of at least 1, got {batches!r}")
     register_flattened_bags(con, _existing(work, "bags"))
     out = work / EVAL_DIR / "truth.parquet"
     sql, params = sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}
-    if batches < 1:
-        raise ParamError(f"truth batches must be at least 1, got {batches}")
     if batches == 1:
         return sqlfiles.materialize(con, sql, params, out)
     parts = work / EVAL_DIR / "truth_batches"
     shutil.rmtree(parts, ignore_errors=True)
-    for batch in range(batches):
-        context = {"batches": batches, "batch": batch}
-        sqlfiles.materialize(con, sql, params, parts / f"batch-{batch:05d}.parquet", context)
-    _copy(
-        con,
-        "select * from read_parquet($parts) order by u_id, v_id",
-        {"parts": str(parts / "*.parquet")},
-        out,
-    )
-    shutil.rmtree(parts, ignore_errors=True)
+    try:
+        for batch in range(batches):
+            context = {"batches": batches, "batch": batch}
+            sqlfiles.materialize(con, sql, params, parts / f"batch-{batch:05d}.parquet", context)
+        union = "select * from read_parquet($parts) order by u_id, v_id"
+        _copy(con, union, {"parts": str(parts / "*.parquet")}, out)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
     return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(out)})
 
 

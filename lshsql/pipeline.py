@@ -425,21 +425,33 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     if repeated:
         rows, _ = _run_sql(engine, stage, params, work, bags, context | {"rows_unique": False}, sql_params)
     with_bag = _scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
-    grouped = repeated or not fast
-    used, dropped = _rows_used_and_dropped(engine, params, rows_unique=not grouped)
-    if not grouped and used != rows:  # one bag row per row used: anything else is a bug, not bad input
-        raise StageError(f"bags: {rows} rows written, but {used} rows of term_counts were counted as used")
-    # n_urls counts a term's rows of term_counts; a terms table of the user's may not have it
-    read = "select coalesce(sum(n_urls), 0) from terms" if fast else "select count(*) from term_counts"
     return rows, {
         "urls": n_urls,
         "urls_with_bag": with_bag,
         "urls_empty_bag": n_urls - with_bag,
         "repeated_rows_added_up": repeated,
-        "rows_read": int(engine.scalar(read)),
-        "rows_used": used,
-        "rows_dropped": dropped,
+        **_row_accounting(engine, params, rows, grouped=repeated or not fast),
     }
+
+
+def _row_accounting(engine, params: Params, bag_rows: int, grouped: bool) -> dict:
+    """rows_read, rows_used and rows_dropped per reason: every row of term_counts is one of them. Made the
+    fast way, a bag row is one row used; the grouped way, rows used add up into fewer bag rows. A row whose
+    url or term is missing from the urls or terms table (only with tables of a user's own) is dropped as
+    unknown_url_or_term."""
+    read = int(engine.scalar("select count(*) from term_counts"))
+    used, dropped = _rows_used_and_dropped(engine, params, rows_unique=not grouped)
+    if not grouped:
+        used = bag_rows  # the query counts by term alone, so it also counts the rows of URLs urls lacks
+    unknown = read - used - sum(dropped.values())
+    if unknown < 0:
+        raise StageError(
+            f"bags: term_counts has {read} rows, fewer than the {read - unknown} counted used or dropped: "
+            "a terms table whose n_urls does not count its term's rows of term_counts"
+        )
+    if unknown:
+        dropped["unknown_url_or_term"] = unknown
+    return {"rows_read": read, "rows_used": used, "rows_dropped": dropped}
 
 
 DROP_REASONS = ("below_min_df", "above_max_df", "in_every_url", "weight_rounds_to_zero")
@@ -448,7 +460,7 @@ DROP_REASONS = ("below_min_df", "above_max_df", "in_every_url", "weight_rounds_t
 def _rows_used_and_dropped(engine, params: Params, rows_unique: bool) -> tuple[int, dict[str, int]]:
     """The rows of term_counts that went into a bag, and per reason those the bags stage dropped (the
     filters of sql/20_bags.sql, in its order). With one row per (url, term), terms.n_urls is the document
-    frequency and counts the rows, so only rows whose tf rounds to 0 are read again: none in a set table."""
+    frequency and counts the rows, so only the rows whose tf rounds to 0 are grouped (none in a set table)."""
     query = _DROPPED_ROWS.replace("{rows_judged}", _ROWS_UNIQUE if rows_unique else _ROWS_GROUPED)
     sql_params = {"min_df": params.min_df, "max_df": params.max_df, "weighting": params.weighting}
     used, *dropped = (int(n or 0) for n in engine.row(query, sql_params))
@@ -504,6 +516,7 @@ rows_judged as (
 )"""
 
 # Repeated rows add up first: df counts a term's URLs, and the summed tf of a (url, term) is what rounds.
+# Only rows with a known url and term, as the stage's inner joins keep.
 _ROWS_GROUPED = """
 counts as (
     select
@@ -512,6 +525,8 @@ counts as (
         count(*) as n_rows,
         sum(cast(term_counts.tf as decimal(38, 12))) as tf
     from term_counts
+    semi join terms on term_counts.term = terms.term
+    semi join urls on term_counts.url = urls.url
     group by term_counts.url, term_counts.term
 ),
 df as (

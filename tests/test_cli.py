@@ -184,5 +184,9 @@ def test_query_runs_with_the_resources_it_is_given(tmp_path):
     result = lshsql("query", sql, "--work", str(tmp_path / "w"), "--format", "csv", *options)
     assert result.returncode == 0, result.stderr
     threads, memory, temp = result.stdout.splitlines()[1].split(",")
-    assert (threads, memory) == ("1", "286.1 MiB")
+    import duckdb
+
+    with duckdb.connect(config={"memory_limit": "300MB"}) as con:  # as this DuckDB shows 300MB
+        shown = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    assert (threads, memory) == ("1", shown)
     assert temp == str(tmp_path / "w" / "tmp" / "duckdb")

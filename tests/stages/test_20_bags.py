@@ -126,29 +126,65 @@ def test_empty_bags_are_counted(tmp_path):
     assert (entry["rows_read"], entry["rows_used"], entry["rows_dropped"]) == (7, 1, {"above_max_df": 6})
 
 
-def test_rows_are_counted_with_a_terms_table_without_n_urls(tmp_path):
-    """A terms table of the user's own (any stage may start from one) need not have n_urls: the bags are
-    made the grouped way, and term_counts is counted instead."""
+def bags_entry_with_tables_of_ones_own(tmp_path, params: Params, edit: dict[str, str]) -> dict:
+    """The bags stage's manifest entry after term_counts, urls and terms, with `edit` (table: select over
+    it) rewriting urls or terms as a user's own tables would be."""
     import json
 
     import duckdb
 
     from lshsql.pipeline import run
 
-    p = Params(min_df=2, max_df=1.0)
     (tmp_path / "fragments" / "bucket=0").mkdir(parents=True)
-    run_stage(tmp_path, "term_counts", p.resolved(False), {"fragments": FRAGMENTS})
-    run(tmp_path, p, only=("term_counts", "urls", "terms"))
-    terms = str(tmp_path / "terms.parquet")
-    with duckdb.connect() as con:
-        con.execute(
-            f"copy (select * exclude (n_urls) from read_parquet('{terms}')) to '{terms}.new' (format parquet)"
-        )
-    (tmp_path / "terms.parquet.new").replace(terms)
-    run(tmp_path, p, only=("bags",), force=True)
-    entry = json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
+    run_stage(tmp_path, "term_counts", params.resolved(False), {"fragments": FRAGMENTS})
+    run(tmp_path, params, only=("term_counts", "urls", "terms"))
+    for table, select in edit.items():
+        path = tmp_path / f"{table}.parquet"
+        with duckdb.connect() as con:
+            con.execute(f"create view {table} as select * from read_parquet('{path}')")
+            con.execute(f"copy ({select}) to '{path}.new' (format parquet)")
+        path.with_suffix(".parquet.new").replace(path)
+    run(tmp_path, params, only=("bags",), force=True)
+    return json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
+
+
+def test_rows_are_counted_with_a_terms_table_without_n_urls(tmp_path):
+    """A terms table of the user's own (any stage may start from one) need not have n_urls: the bags are
+    made the grouped way, and the rows are counted that way."""
+    edit = {"terms": "select * exclude (n_urls) from terms"}
+    entry = bags_entry_with_tables_of_ones_own(tmp_path, Params(min_df=2, max_df=1.0), edit)
     assert (entry["rows"], entry["rows_read"], entry["rows_used"]) == (6, 7, 6)
     assert entry["rows_dropped"] == {"below_min_df": 1}  # durian, in one URL
+
+
+@pytest.mark.parametrize("n_urls", [True, False])
+@pytest.mark.parametrize(
+    ("edit", "rows", "unknown"),
+    [
+        ({"terms": "select * from terms where term <> 'banana'"}, 5, 2),  # banana's rows, of A and C
+        ({"urls": "select * from urls where url <> 'http://c/'"}, 4, 3),  # C's three rows
+    ],
+)
+def test_rows_of_urls_or_terms_missing_from_ones_own_tables_are_counted(
+    tmp_path, edit, rows, unknown, n_urls
+):
+    """The stage's inner joins drop a row whose url or term the tables lack: counted, whichever way."""
+    if not n_urls:
+        edit = {**edit, "terms": edit.get("terms", "select * from terms").replace("*", "* exclude (n_urls)")}
+    entry = bags_entry_with_tables_of_ones_own(tmp_path, Params(min_df=1, max_df=1.0, weighting="none"), edit)
+    assert (entry["rows"], entry["rows_read"], entry["rows_used"]) == (rows, 7, rows)
+    assert entry["rows_dropped"] == {"unknown_url_or_term": unknown}
+
+
+def test_a_term_in_every_url_is_counted_so_even_when_its_tf_rounds_to_0(tmp_path):
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    rows = [("a", "x", 1e-14), ("a", "y", 1.0), ("b", "x", 1.0)]
+    source = write_table(tmp_path / "in.parquet", [{"url": u, "term": t, "weight": w} for u, t, w in rows])
+    only = ("term_counts", "urls", "terms", "bags")
+    entry = run(tmp_path / "w", Params(weighting="tfidf"), bags=source, only=only).stages["bags"]
+    assert (entry["rows_used"], entry["rows_dropped"]) == (1, {"in_every_url": 2})  # df filters come first
 
 
 # u1: x, y = 2, z = 1e-14 (rounds to 0); u2: x, w; u3: x, v = 3. x is in every URL.
@@ -162,6 +198,7 @@ REPEATS = [("u1", "y", 1.0), ("u2", "w", 1e-14)]
     ("repeats", "params", "used", "dropped"),
     [
         (False, {"weighting": "none"}, 6, {"weight_rounds_to_zero": 1}),
+        (False, {"weighting": "tf"}, 6, {"weight_rounds_to_zero": 1}),
         (False, {"weighting": "tfidf"}, 3, {"in_every_url": 3, "weight_rounds_to_zero": 1}),
         (False, {"weighting": "none", "min_df": 2}, 3, {"below_min_df": 4}),
         (False, {"weighting": "tfidf", "max_df": 0.5}, 3, {"above_max_df": 3, "weight_rounds_to_zero": 1}),

@@ -362,6 +362,14 @@ def test_truth_written_in_batches_equals_it_written_at_once(work):
     assert not (work / "eval" / "truth_batches").exists()
 
 
+@pytest.mark.parametrize("batches", [0, "2", 2.0])
+def test_truth_batches_must_be_a_whole_number(work, batches):
+    from lshsql.errors import ParamError
+
+    with db.connect(RESOURCES) as con, pytest.raises(ParamError, match="whole number of at least 1"):
+        evaluate.truth(con, work, 0.3, batches=batches)
+
+
 def test_threshold_given_and_truth_reused(work):
     first = evaluate.evaluate(work, threshold=0.3, sample=0, resources=RESOURCES)
     assert first["truth"]["pairs"] == 4 and first["pairs"]["precision"] == 1.0  # (4, 5) counts at 0.3
