@@ -625,6 +625,7 @@ def template_context(params: Params) -> dict:
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
+        "hashed_keys": False,
         "verify": params.verify,
         "normalize": params.weighting != "none",
         "rows_unique": False,  # bags: set by its runner, which checks the assumption
@@ -653,8 +654,10 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
     return rows, {}
 
 
-def _band_context(params: Params, work: Path) -> dict:
+def _band_context(params: Params, work: Path, engine_name: str = "duckdb") -> dict:
     context = template_context(params)
+    if engine_name == "duckdb":  # one 64-bit band key (sql/macros/band_keys.sql); Spark's hash() differs
+        context |= {"hashed_keys": True, "keys": range(1, 2)}
     tables = [indices for _, indices in context["bands"]]
     family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context
@@ -669,17 +672,25 @@ COMBINE = {
     "from parts group by n_members order by n_members",
 }
 BAND_KEY_BYTES = 100  # memory per band-key row the LSH self-join and aggregate need, measured with margin
+# Band keys per batch on DuckDB, whatever the memory limit: its group and self-join over 10M keys run faster
+# than over 40M (1M URLs, k = 5, l = 95, 4GB: 5-10 tables per batch took candidates 11 s and bucket_sizes
+# 6 s, 40 tables 19 s and 11 s, all 95 at once 30 s for candidates alone). At 100k URLs, one batch anyway.
+BATCH_BAND_KEYS = 8_000_000
 
 
 def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
-    """The stage over all l tables at once when l * N band keys fit in DuckDB's memory limit, else in
-    batches of tables whose results are added up (10M URLs x 95 tables ran out of 8 GB in one go)."""
+    """The stage over all l tables at once when l * N band keys are at most BATCH_BAND_KEYS and fit in
+    DuckDB's memory limit, else in batches of tables whose results are added up (10M URLs x 95 tables ran
+    out of 8 GB in one go)."""
     engine = as_engine(con)
-    context = _band_context(params, work)
+    context = _band_context(params, work, engine.name)
     _register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from signatures")
     bands = context["bands"]
-    per_batch = engine.band_batch(n_urls, BAND_KEY_BYTES) or len(bands)
+    per_batch = engine.band_batch(n_urls, BAND_KEY_BYTES)
+    if per_batch:  # None: Spark takes all tables at once
+        per_batch = min(per_batch, max(1, BATCH_BAND_KEYS // max(1, n_urls)))
+    per_batch = per_batch or len(bands)
     sql = sqlfiles.load(stage.sql)
     sql_params = {"max_bucket": params.max_bucket}
     out = output_path(work, stage.name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lshsql.params import Params
 from tests.conftest import run_stage
 
@@ -44,13 +46,22 @@ def test_a_big_bucket_is_capped(tmp_path):
     assert sizes == [{"n_members": 10, "n_buckets": 1, "n_pairs": 45.0, "n_pairs_emitted": 24.0}]
 
 
-def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch):
-    """When l * N band keys exceed the memory limit the runner takes the tables in batches and adds up the
-    batches' rows: the same rows as in one go (the Parquet encoding may differ). Forced here with one table
-    per batch."""
+@pytest.mark.parametrize("knob", ["BAND_KEY_BYTES", "BATCH_BAND_KEYS"])
+def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob):
+    """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the runner takes the tables in
+    batches and adds up the batches' rows: the same rows as in one go (the Parquet encoding may differ).
+    Forced here with one table per batch, by either bound."""
     import numpy as np
 
-    from lshsql import pipeline
+    from lshsql import engine, pipeline
+
+    combined = []
+    materialize_query = engine.DuckDBEngine.materialize_query
+    monkeypatch.setattr(
+        engine.DuckDBEngine,
+        "materialize_query",
+        lambda self, *a, **kw: combined.append(kw.get("table")) or materialize_query(self, *a, **kw),
+    )
 
     rng = np.random.default_rng(3)
     signatures = [{"url_id": i, **{f"h{j}": int(rng.integers(0, 3)) for j in range(8)}} for i in range(1, 60)]
@@ -59,7 +70,7 @@ def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch):
     for batched in (False, True):
         work = tmp_path / f"batched{batched}"
         if batched:
-            monkeypatch.setattr(pipeline, "BAND_KEY_BYTES", 10**12)
+            monkeypatch.setattr(pipeline, knob, 10**12 if knob == "BAND_KEY_BYTES" else 1)
         rows = run_stage(work, "candidates", params, {"signatures": signatures})
         sizes = run_stage(work, "bucket_sizes", params)
         files[batched] = (rows, sizes)
@@ -68,3 +79,31 @@ def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch):
         )  # capped buckets too
         assert not (work / "tmp" / "candidates_batches").exists()
     assert files[False] == files[True]
+    assert combined == ["candidates", "bucket_sizes"]  # the batched run's, one each
+
+
+def test_hashed_band_keys_give_the_exact_keys_rows(tmp_path, monkeypatch):
+    """On DuckDB a table's k values are grouped and joined as one 64-bit hash (sql/macros/band_keys.sql);
+    Spark's form keeps the k values. Both give the same candidates and bucket sizes, capped buckets too."""
+    import numpy as np
+
+    from lshsql import pipeline
+
+    rng = np.random.default_rng(5)
+    signatures = [
+        {"url_id": i, **{f"h{j}": int(rng.integers(0, 3)) for j in range(9)}} for i in range(1, 120)
+    ]
+    params = Params(num_perm=9, k=3, l=7, max_bucket=6).resolved(True)
+    band_context = pipeline._band_context
+    results = {}
+    for hashed in (True, False):
+        if not hashed:
+            monkeypatch.setattr(pipeline, "_band_context", lambda p, w, name: band_context(p, w, "spark"))
+        work = tmp_path / f"hashed{hashed}"
+        results[hashed] = (
+            run_stage(work, "candidates", params, {"signatures": signatures}),
+            run_stage(work, "bucket_sizes", params),
+        )
+    rows, sizes = results[True]
+    assert len(rows) > 1000 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
+    assert results[True] == results[False]
