@@ -17,7 +17,8 @@ a CENTER round or a connected-components round on either engine:
 
 Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (lshsql/transpile.py). DuckDBEngine
 makes exactly the calls the runners made before this module existed, so DuckDB's outputs are unchanged.
-The engine is not a stage parameter: both engines write the same rows (tests/engines/test_spark_run.py).
+The engine is not a stage parameter: both engines write the same rows (tests/engines/test_spark_run.py), but
+for a 64-bit collision of DuckDB's hashed LSH band keys (sql/macros/band_keys.sql).
 
 Example:
     >>> with open_engine("spark", resources, spark_master="local[2]") as engine:  # doctest: +SKIP

@@ -654,10 +654,10 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
     return rows, {}
 
 
-def _band_context(params: Params, work: Path, engine_name: str = "duckdb") -> dict:
-    context = template_context(params)
-    if engine_name == "duckdb":  # one 64-bit band key (sql/macros/band_keys.sql); Spark's hash() differs
-        context |= {"hashed_keys": True, "keys": range(1, 2)}
+def _band_context(params: Params, work: Path, engine_name: str) -> dict:
+    """The LSH stages' template values; on DuckDB with one 64-bit band key per table
+    (sql/macros/band_keys.sql), on Spark, whose hash() is another function, with the k values."""
+    context = template_context(params) | {"hashed_keys": engine_name == "duckdb"}
     tables = [indices for _, indices in context["bands"]]
     family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context
@@ -671,26 +671,34 @@ COMBINE = {
     "cast(sum(n_pairs) as double) as n_pairs, cast(sum(n_pairs_emitted) as double) as n_pairs_emitted "
     "from parts group by n_members order by n_members",
 }
-BAND_KEY_BYTES = 100  # memory per band-key row the LSH self-join and aggregate need, measured with margin
-# Band keys per batch on DuckDB, whatever the memory limit: its group and self-join over 10M keys run faster
-# than over 40M (1M URLs, k = 5, l = 95, 4GB: 5-10 tables per batch took candidates 11 s and bucket_sizes
-# 6 s, 40 tables 19 s and 11 s, all 95 at once 30 s for candidates alone). At 100k URLs, one batch anyway.
+# Memory per band-key row the LSH self-join and aggregate need, measured with margin (with k INTEGER keys;
+# the one hashed key of DuckDB's form needs less)
+BAND_KEY_BYTES = 100
+# Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit: its group and
+# self-join run faster per key over 10M keys than over 40M. 1M URLs, k = 5, l = 95, 4GB, hashed keys:
+# 5-10 tables per batch took candidates 11-12 s and bucket_sizes 6 s, 40 tables 19 s and 11 s, all 95 at
+# once 30 s for candidates alone. At 100k URLs and the planner's l = 47, one batch as before.
 BATCH_BAND_KEYS = 8_000_000
 
 
+def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
+    """LSH tables per batch: at most BATCH_BAND_KEYS band keys and `fitting` tables (what the memory limit
+    holds; None on Spark, which takes all tables at once), but at least one table."""
+    if fitting is None:
+        return n_tables
+    return max(1, min(fitting, BATCH_BAND_KEYS // max(1, n_urls)))
+
+
 def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
-    """The stage over all l tables at once when l * N band keys are at most BATCH_BAND_KEYS and fit in
-    DuckDB's memory limit, else in batches of tables whose results are added up (10M URLs x 95 tables ran
-    out of 8 GB in one go)."""
+    """On DuckDB, the stage over all l tables at once when l * N band keys are at most BATCH_BAND_KEYS and
+    fit in the memory limit, else in batches of tables (at least one each) whose results are added up
+    (10M URLs x 95 tables ran out of 8 GB in one go). Spark takes all tables at once."""
     engine = as_engine(con)
     context = _band_context(params, work, engine.name)
     _register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from signatures")
     bands = context["bands"]
-    per_batch = engine.band_batch(n_urls, BAND_KEY_BYTES)
-    if per_batch:  # None: Spark takes all tables at once
-        per_batch = min(per_batch, max(1, BATCH_BAND_KEYS // max(1, n_urls)))
-    per_batch = per_batch or len(bands)
+    per_batch = tables_per_batch(n_urls, len(bands), engine.band_batch(n_urls, BAND_KEY_BYTES))
     sql = sqlfiles.load(stage.sql)
     sql_params = {"max_bucket": params.max_bucket}
     out = output_path(work, stage.name)

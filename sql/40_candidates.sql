@@ -4,14 +4,18 @@
 -- order:  u_id, v_id
 -- param:  max_bucket BIGINT   a bucket larger than this pairs each member only with its first max_bucket members
 -- template: bands = (table number, its k min-hash indices) of the l LSH tables, or of one batch of them
---           (the runner adds up the batches' rows when l * N band keys would not fit in memory); keys = 1..k
+--           (on DuckDB the runner takes at most 8M band keys, or one table, per batch, fewer when they would
+--           not fit in memory, and adds up the batches' rows); keys = 1..k; hashed_keys = one 64-bit key
+--           per table instead of k (sql/macros/band_keys.sql: the runner sets it on DuckDB)
 --
 -- LSH candidate pairs (Haveliwala et al. 2000, sec. 4): URLs whose k min-hashes agree in at least one of
--- the l tables, found by a self-join on equal (band, key) instead of comparing all pairs. n_bands counts the
+-- the l tables (up to a 64-bit collision with hashed_keys), found by a self-join on equal (band, key)
+-- instead of comparing all pairs. n_bands counts the
 -- tables in which the pair collided. A bucket of thousands of URLs (boilerplate anchors) would give a
 -- quadratic number of pairs, so over max_bucket members a member is paired only with the bucket's first
 -- max_bucket members in URL order: at most max_bucket * size pairs. bucket_sizes counts what was cut.
 
+{%- set key_numbers = range(1, 2) if hashed_keys else keys %}
 with
 
 {% include "macros/band_keys.sql" %},
@@ -19,12 +23,12 @@ with
 buckets_shared as (
     select
         band_keys.band,
-        {%- for key in keys %}
+        {%- for key in key_numbers %}
         band_keys.key{{ key }},
         {%- endfor %}
         count(*) as n_members
     from band_keys
-    group by band_keys.band{% for key in keys %}, band_keys.key{{ key }}{% endfor %}
+    group by band_keys.band{% for key in key_numbers %}, band_keys.key{{ key }}{% endfor %}
     having count(*) > 1
 ),
 
@@ -35,7 +39,7 @@ members as (
     from band_keys
     inner join buckets_shared
         on band_keys.band = buckets_shared.band
-        {%- for key in keys %}
+        {%- for key in key_numbers %}
         and band_keys.key{{ key }} = buckets_shared.key{{ key }}
         {%- endfor %}
 ),
@@ -45,7 +49,7 @@ members_ranked as (
     select
         members.*,
         row_number() over (
-            partition by members.band{% for key in keys %}, members.key{{ key }}{% endfor %}
+            partition by members.band{% for key in key_numbers %}, members.key{{ key }}{% endfor %}
             order by members.url_id
         ) as member_rank
     from members
@@ -59,7 +63,7 @@ pairs_in_buckets as (
     from members as member_a
     inner join members as member_b
         on member_a.band = member_b.band
-        {%- for key in keys %}
+        {%- for key in key_numbers %}
         and member_a.key{{ key }} = member_b.key{{ key }}
         {%- endfor %}
         and member_a.url_id < member_b.url_id
@@ -73,7 +77,7 @@ pairs_in_buckets as (
     from members_ranked as member_a
     inner join members_ranked as member_b
         on member_a.band = member_b.band
-        {%- for key in keys %}
+        {%- for key in key_numbers %}
         and member_a.key{{ key }} = member_b.key{{ key }}
         {%- endfor %}
         and member_a.url_id < member_b.url_id

@@ -3,11 +3,12 @@
 -- writes: bucket_sizes(n_members, n_buckets, n_pairs, n_pairs_emitted)
 -- order:  n_members
 -- param:  max_bucket BIGINT   the candidates stage's cap on bucket size
--- template: bands, keys as in candidates
+-- template: bands, keys, hashed_keys as in candidates
 --
 -- How many LSH buckets of each size there were, over all tables, with the pairs they hold and the pairs
 -- the candidates stage took from them (fewer only for buckets over max_bucket). Shared buckets only.
 
+{%- set key_numbers = range(1, 2) if hashed_keys else keys %}
 with
 
 {% include "macros/band_keys.sql" %},
@@ -16,7 +17,7 @@ buckets_shared as (
     select
         count(*) as n_members
     from band_keys
-    group by band_keys.band{% for key in keys %}, band_keys.key{{ key }}{% endfor %}
+    group by band_keys.band{% for key in key_numbers %}, band_keys.key{{ key }}{% endfor %}
     having count(*) > 1
 ),
 

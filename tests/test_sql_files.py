@@ -15,8 +15,9 @@ from lshsql.pipeline import template_context
 FILES = sorted(p.name for p in sqlfiles.sql_dir().glob("*.sql"))
 
 
-def rendered(name: str, rows_unique: bool = False, **params) -> str:
-    context = template_context(Params(num_perm=4, k=2, l=3, **params)) | {"rows_unique": rows_unique}
+def rendered(name: str, rows_unique: bool = False, hashed_keys: bool = False, **params) -> str:
+    context = template_context(Params(num_perm=4, k=2, l=3, **params))
+    context |= {"rows_unique": rows_unique, "hashed_keys": hashed_keys}
     return sqlfiles.render(sqlfiles.load(name), context)
 
 
@@ -29,10 +30,11 @@ def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
     assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
     used: set[str] = set()  # over every form the template renders to
-    for verify, weighting, rows_unique in itertools.product((False, True), ("tfidf", "none"), (False, True)):
+    forms = itertools.product((False, True), ("tfidf", "none"), (False, True), (False, True))
+    for verify, weighting, rows_unique, hashed_keys in forms:
         with duckdb.connect() as con:
             statements = con.extract_statements(
-                rendered(name, rows_unique, verify=verify, weighting=weighting)
+                rendered(name, rows_unique, hashed_keys, verify=verify, weighting=weighting)
             )
         used |= set().union(*(s.named_parameters for s in statements))
         assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT
@@ -45,6 +47,19 @@ def test_stage_files_name_no_paths_and_no_unstable_functions(name):
     # DuckDB's hash() changes between releases, log() means log10 in DuckDB and ln in Spark, random is random
     for banned in (r"read_parquet", r"\bcopy\b", r"\bhash\(", r"\blog\(", r"\brandom\(", r"\bqualify\b"):
         assert not re.search(banned, text), banned
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_hash_only_in_the_hashed_band_keys(name):
+    """The DuckDB form of the LSH stages groups on hash() of a table's k min-hashes: a value that never
+    leaves the query (sql/macros/band_keys.sql). Nothing else in it may use hash()."""
+    lines = [
+        line for line in rendered(name, hashed_keys=True).lower().splitlines() if re.search(r"\bhash\(", line)
+    ]
+    assert all(
+        re.fullmatch(r"\s*hash\((signatures\.h\d+, )*signatures\.h\d+\) as key1", line) for line in lines
+    )
+    assert bool(lines) == ("macros/band_keys.sql" in sqlfiles.load(name).text)
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -1,11 +1,15 @@
 {#- One row per (URL, LSH table): the table's k min-hash values are its bucket key. `bands` holds (table
     number, its min-hash indices) from the seeded lsh_tables (family.py), all tables or one batch of them:
     template values are numbers, never user text.
-    hashed_keys (DuckDB): the k values as one 64-bit key1 = hash(h_a, ..., h_k), grouped and joined on 8
-    bytes instead of 4k: the LSH stages take 35 % less time at 1M URLs (k = 5). Two URLs with different
-    values share a bucket only if their keys collide, ~N^2 / 2^65 likely per table (5e-4 in all at 10M URLs,
-    l = 191); such a pair is at worst one more candidate, which the pairs stage checks like any other.
-    Otherwise (Spark: its hash() is another function) key1 .. keyk are the values themselves. #}
+    hashed_keys (the runner's, on DuckDB): the k values as one 64-bit key1 = hash(h_a, ..., h_k), grouped
+    and joined on 8 bytes instead of 4 * k (about 12 % of candidates' and bucket_sizes' time at 1M URLs,
+    k = 5). Its values never leave the query, so DuckDB's hash() changing between releases changes no row
+    unless two different keys of one table collide, about N^2 / 2^65 likely per table (5e-4 in all at 10M
+    URLs, l = 191). A collision merges two buckets of that table: more candidates, which the pairs stage
+    checks like any other, and bucket sizes counted together (over max_bucket, the cap then ranks the
+    merged bucket). Min-hashes are never NULL (signatures are minimums over non-empty bags).
+    Otherwise (the Spark engine, whose hash() is another function, and the hierarchy): key1 .. keyk are the
+    values themselves. Stage files name their key columns by `key_numbers`: 1 with hashed_keys, else keys. #}
 band_keys as (
     {%- for band, indices in bands %}
     select

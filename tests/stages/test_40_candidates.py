@@ -46,11 +46,13 @@ def test_a_big_bucket_is_capped(tmp_path):
     assert sizes == [{"n_members": 10, "n_buckets": 1, "n_pairs": 45.0, "n_pairs_emitted": 24.0}]
 
 
-@pytest.mark.parametrize("knob", ["BAND_KEY_BYTES", "BATCH_BAND_KEYS"])
-def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob):
+@pytest.mark.parametrize(
+    ("knob", "value"), [("BAND_KEY_BYTES", 10**12), ("BATCH_BAND_KEYS", 1), ("BATCH_BAND_KEYS", 4 * 59)]
+)
+def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob, value):
     """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the runner takes the tables in
     batches and adds up the batches' rows: the same rows as in one go (the Parquet encoding may differ).
-    Forced here with one table per batch, by either bound."""
+    Forced here with one table per batch, by either bound, and with batches of 4 and 2 of the 6 tables."""
     import numpy as np
 
     from lshsql import engine, pipeline
@@ -70,7 +72,7 @@ def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob
     for batched in (False, True):
         work = tmp_path / f"batched{batched}"
         if batched:
-            monkeypatch.setattr(pipeline, knob, 10**12 if knob == "BAND_KEY_BYTES" else 1)
+            monkeypatch.setattr(pipeline, knob, value)
         rows = run_stage(work, "candidates", params, {"signatures": signatures})
         sizes = run_stage(work, "bucket_sizes", params)
         files[batched] = (rows, sizes)
@@ -78,6 +80,7 @@ def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob
             rows and sizes and sum(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
         )  # capped buckets too
         assert not (work / "tmp" / "candidates_batches").exists()
+        assert not (work / "tmp" / "bucket_sizes_batches").exists()
     assert files[False] == files[True]
     assert combined == ["candidates", "bucket_sizes"]  # the batched run's, one each
 
@@ -107,3 +110,33 @@ def test_hashed_band_keys_give_the_exact_keys_rows(tmp_path, monkeypatch):
     rows, sizes = results[True]
     assert len(rows) > 1000 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
     assert results[True] == results[False]
+
+
+def test_the_band_key_is_hashed_on_duckdb_only(tmp_path):
+    from lshsql import pipeline, sqlfiles
+
+    params = Params(num_perm=9, k=3, l=7).resolved(True)
+    for engine, hashed in (("duckdb", True), ("spark", False)):
+        context = pipeline._band_context(params, tmp_path, engine)
+        assert context["hashed_keys"] is hashed
+        for name in ("40_candidates.sql", "41_bucket_sizes.sql"):
+            text = sqlfiles.render(sqlfiles.load(name), context)
+            assert ("hash(" in text) is hashed
+            assert ("key3" in text) is not hashed  # the k = 3 values, or the one hashed key
+
+
+@pytest.mark.parametrize(
+    ("n_urls", "n_tables", "fitting", "expected"),
+    [
+        (100_000, 47, 800, 80),  # 80 >= l = 47 tables: one batch, 4.7M band keys
+        (1_000_000, 95, 40, 8),  # 8M keys per batch, within what the memory limit holds
+        (1_000_000, 95, 5, 5),  # the memory limit holds fewer
+        (10_000_000, 191, 8, 1),  # N over 8M: one table per batch
+        (0, 3, 10**9, 8_000_000),  # no URLs: one batch
+        (1_000_000, 95, None, 95),  # Spark: all at once
+    ],
+)
+def test_tables_per_batch(n_urls, n_tables, fitting, expected):
+    from lshsql.pipeline import tables_per_batch
+
+    assert tables_per_batch(n_urls, n_tables, fitting) == expected
