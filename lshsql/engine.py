@@ -14,6 +14,8 @@ a CENTER round or a connected-components round on either engine:
     view(name, select)                    `create or replace temp view name as select`
     scalar(query) / row(query)            one value / the first row of a select
     columns(relation)                     the column names of a registered relation
+    band_batch(n_urls, key_bytes)         LSH tables per batch the memory limit holds (Spark: None, all)
+    rows_fitting(row_bytes)               rows of that size the memory limit holds (Spark: None, no bound)
 
 Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (lshsql/transpile.py). DuckDBEngine
 makes exactly the calls the runners made before this module existed, so DuckDB's outputs are unchanged.
@@ -92,6 +94,10 @@ class DuckDBEngine:
     def band_batch(self, n_urls: int, key_bytes: int) -> int:
         """LSH tables per batch so that their band keys (key_bytes each) fit in DuckDB's memory limit."""
         return max(1, db.memory_limit_bytes(self.con) // key_bytes // max(1, n_urls))
+
+    def rows_fitting(self, row_bytes: int) -> int:
+        """How many rows of row_bytes DuckDB's memory limit holds."""
+        return db.memory_limit_bytes(self.con) // row_bytes
 
 
 class SparkEngine:
@@ -173,6 +179,10 @@ class SparkEngine:
 
     def band_batch(self, n_urls: int, key_bytes: int) -> int | None:
         """All LSH tables at once: Spark spills its shuffles to disk (None: no batches)."""
+        return None
+
+    def rows_fitting(self, row_bytes: int) -> int | None:
+        """None: Spark spills its shuffles, so the pairs stage takes all signatures at once."""
         return None
 
 

@@ -6,7 +6,10 @@
 --                             standard deviations lower, since the exact Jaccard decides
 -- param:  num_perm BIGINT     m, the signature length
 -- param:  threshold DOUBLE    with verify: the exact weighted Jaccard a pair needs
--- template: hashes = 0..m-1; verify = keep pairs by the exact weighted Jaccard of their bags
+-- template: hashes = 0..m-1; verify = keep pairs by the exact weighted Jaccard of their bags; block =
+--           none, or (u_from, u_to, v_from, v_to): only candidates with u_id in [u_from, u_to) and v_id in
+--           [v_from, v_to), so the joins hold two ranges of signatures, not two copies of all (the runner
+--           takes blocks when N signatures would not fit in memory, and orders their union)
 --
 -- Without verify (the paper, sec. 4): keeps candidates whose signatures agree on at least the threshold
 -- fraction of the m positions; that fraction is an unbiased estimate of the weighted Jaccard similarity, so
@@ -32,6 +35,13 @@ candidates_scored as (
     from candidates
     inner join signatures as signature_u on candidates.u_id = signature_u.url_id
     inner join signatures as signature_v on candidates.v_id = signature_v.url_id
+    {%- if block %}
+    where
+        candidates.u_id >= {{ block.u_from }} and candidates.u_id < {{ block.u_to }}
+        and candidates.v_id >= {{ block.v_from }} and candidates.v_id < {{ block.v_to }}
+        and signature_u.url_id >= {{ block.u_from }} and signature_u.url_id < {{ block.u_to }}
+        and signature_v.url_id >= {{ block.v_from }} and signature_v.url_id < {{ block.v_to }}
+    {%- endif %}
 ),
 
 pairs_kept as (
@@ -51,7 +61,14 @@ bags_paired as materialized (
         bags.term_hash,
         greatest(1, cast(round(bags.weight) as bigint)) as copies
     from bags
-    where bags.url_id in (select pairs_kept.u_id from pairs_kept union select pairs_kept.v_id from pairs_kept)
+    where
+        {%- if block %}
+        (
+            bags.url_id >= {{ block.u_from }} and bags.url_id < {{ block.u_to }}
+            or bags.url_id >= {{ block.v_from }} and bags.url_id < {{ block.v_to }}
+        ) and
+        {%- endif %}
+        bags.url_id in (select pairs_kept.u_id from pairs_kept union select pairs_kept.v_id from pairs_kept)
 ),
 
 -- u's terms of every pair, materialized first, then looked up among v's terms by (url_id, term_hash). The

@@ -15,9 +15,14 @@ from lshsql.pipeline import template_context
 FILES = sorted(p.name for p in sqlfiles.sql_dir().glob("*.sql"))
 
 
-def rendered(name: str, rows_unique: bool = False, hashed_keys: bool = False, **params) -> str:
+BLOCK = {"u_from": 0, "u_to": 5, "v_from": 5, "v_to": 10}  # pairs: one block of url_id ranges
+
+
+def rendered(
+    name: str, rows_unique: bool = False, hashed_keys: bool = False, block: dict | None = None, **params
+) -> str:
     context = template_context(Params(num_perm=4, k=2, l=3, **params))
-    context |= {"rows_unique": rows_unique, "hashed_keys": hashed_keys}
+    context |= {"rows_unique": rows_unique, "hashed_keys": hashed_keys, "block": block}
     return sqlfiles.render(sqlfiles.load(name), context)
 
 
@@ -30,11 +35,11 @@ def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
     assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
     used: set[str] = set()  # over every form the template renders to
-    forms = itertools.product((False, True), ("tfidf", "none"), (False, True), (False, True))
-    for verify, weighting, rows_unique, hashed_keys in forms:
+    forms = itertools.product((False, True), ("tfidf", "none"), (False, True), (False, True), (None, BLOCK))
+    for verify, weighting, rows_unique, hashed_keys, block in forms:
         with duckdb.connect() as con:
             statements = con.extract_statements(
-                rendered(name, rows_unique, hashed_keys, verify=verify, weighting=weighting)
+                rendered(name, rows_unique, hashed_keys, block, verify=verify, weighting=weighting)
             )
         used |= set().union(*(s.named_parameters for s in statements))
         assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT

@@ -51,3 +51,39 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
     assert row["jaccard"] == pytest.approx(1 / 6) and row["similarity"] == row["jaccard"]
     # the estimate (2 of 4 agree = 0.5) would keep a-b at 0.5; its exact 1/6 does not
     assert pairs(tmp_path, threshold=0.5) == []
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify):
+    """When the signatures would not fit twice in memory the runner cuts url_ids into P ranges and runs
+    P(P+1)/2 blocks: the same rows, in the same order, as in one piece. Forced with ranges of 7 URLs."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql import db, manifest, pipeline
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for group in range(20):  # 20 groups of 3 near-duplicates, spread over the url_id ranges by their names
+        base = rng.choice(400, size=30, replace=False)
+        for member in range(3):
+            url = f"http://site{(7 * group + 3 * member) % 20:02d}.example/{group}-{member}"
+            rows += [{"url": url, "term": f"t{term}"} for term in base[rng.random(30) > 0.15]]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
+    params = Params(weighting="none", threshold=0.5, verify=verify)
+    resources = db.Resources(memory_limit="1GB", threads=2)
+    results = {}
+    for blocked in (False, True):
+        if blocked:
+            monkeypatch.setattr(pipeline, "PAIR_BLOCK_URLS", 7)
+        work = tmp_path / f"blocked{blocked}"
+        pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
+        with duckdb.connect() as con:
+            results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
+        blocks = manifest.read(work)["stages"]["pairs"]["blocks"]
+        assert blocks == (45 if blocked else 1)  # 60 URLs in 9 ranges: 9 * 10 / 2 blocks
+        assert not (work / "tmp" / "pairs_blocks").exists()
+    assert len(results[True]) >= 20
+    assert results[True] == results[False]
