@@ -708,12 +708,14 @@ def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
         return engine.materialize(sql, sql_params, out, context, stage.compression)
     parts = work / "tmp" / f"{stage.name}_batches"
     shutil.rmtree(parts, ignore_errors=True)
-    for number, first in enumerate(range(0, len(bands), per_batch)):
-        batch = {**context, "bands": bands[first : first + per_batch]}
-        engine.materialize(sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
-    engine.register({"parts": str(parts / "*.parquet")})
-    rows = engine.materialize_query(COMBINE[stage.name], {}, out, stage.compression, table=stage.name)
-    shutil.rmtree(parts, ignore_errors=True)
+    try:
+        for number, first in enumerate(range(0, len(bands), per_batch)):
+            batch = {**context, "bands": bands[first : first + per_batch]}
+            engine.materialize(sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
+        engine.register({"parts": str(parts / "*.parquet")})
+        rows = engine.materialize_query(COMBINE[stage.name], {}, out, stage.compression, table=stage.name)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
     return rows
 
 
@@ -736,33 +738,37 @@ def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tu
     return rows, {name: int(v or 0) for name, v in zip(names, stats, strict=True)}
 
 
-# Memory per signature row in the pairs stage's two joins, as a multiple of its bytes (url_id and m
-# INTEGERs), and the most URLs a block's range may hold. 10M URLs, m = 80, 8GB: in one piece the joins of two
-# copies of all signatures spilled 10.6 GB and took 178 s (113 s at 16GB); in 2 x 2 blocks, 93 s.
+# Memory a signature row takes in the pairs stage's two joins, as a multiple of its bytes (a BIGINT url_id
+# and m INTEGERs), and the most url_ids a range may span. 10M URLs, m = 80, 8GB: in one piece the joins of two
+# copies of all signatures spilled 10.6 GB and took 178 s (113 s at 16GB); in 3 blocks (P = 2), 94 s.
 PAIR_ROW_FACTOR = 4
 PAIR_BLOCK_URLS = 5_000_000
 
 
-def pair_ranges(n_urls: int, m: int, fitting_rows: int | None) -> int:
-    """Ranges of url_id the pairs stage cuts the URLs into, P of them giving P(P+1)/2 blocks (u's range, v's
-    range at or after it): a range holds at most PAIR_BLOCK_URLS and what the memory limit holds of a
-    signature row (`fitting_rows` of one byte: None on Spark, which takes all at once)."""
-    if fitting_rows is None:
+def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
+    """P, the ranges of url_id the pairs stage cuts an id span into, for P(P+1)/2 blocks (u's range, v's at
+    or after it): each range spans at most PAIR_BLOCK_URLS ids and `rows_per_range`, the signature rows
+    (times PAIR_ROW_FACTOR) the memory limit holds; None (Spark) takes all at once."""
+    if rows_per_range is None:
         return 1
-    per_range = min(PAIR_BLOCK_URLS, fitting_rows // (PAIR_ROW_FACTOR * (8 + 4 * m)))
-    return max(1, -(-n_urls // max(1, per_range)))
+    per_range = max(1, min(PAIR_BLOCK_URLS, rows_per_range))
+    return max(1, -(-id_span // per_range))
 
 
 def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    """Pairs from the candidates, in blocks of url_id ranges when the signatures would not fit twice in the
-    memory limit (or a range would hold over PAIR_BLOCK_URLS): the same rows, ordered as in one piece (the
-    Parquet file then marks its columns nullable, as the candidates stage's batches do)."""
+    """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
+    in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
+    one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
+    then marks its columns nullable, as the candidates stage's batches do)."""
     engine = as_engine(con)
     context = template_context(params)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
-    _register(engine, work, stage.reads)
-    first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
-    n_ranges = pair_ranges(last - first + 1, params.num_perm, engine.rows_fitting(1))
+    rows_per_range = engine.rows_fitting(PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
+    n_ranges, first, last = 1, 0, 0
+    if rows_per_range is not None:
+        _register(engine, work, stage.reads)
+        first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
+        n_ranges = pair_ranges(last - first + 1, rows_per_range)
     if n_ranges == 1:
         rows, _ = _run_sql(engine, stage, params, work, bags, context, sql_params)
         return rows, {"blocks": 1}
@@ -770,16 +776,18 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
     sql = sqlfiles.load(stage.sql)
     parts = work / "tmp" / "pairs_blocks"
     shutil.rmtree(parts, ignore_errors=True)
-    for i, j in itertools.combinations_with_replacement(range(n_ranges), 2):
-        block = {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}
-        engine.materialize(
-            sql, sql_params, parts / f"block-{i:04d}-{j:04d}.parquet", context | {"block": block}
-        )
-    engine.register({"parts": str(parts / "*.parquet")})
-    out = output_path(work, stage.name)
-    rows = engine.materialize_query("select * from parts order by u_id, v_id", {}, out, stage.compression)
-    shutil.rmtree(parts, ignore_errors=True)
-    return rows, {"blocks": n_ranges * (n_ranges + 1) // 2}
+    blocks = list(itertools.combinations_with_replacement(range(n_ranges), 2))
+    try:
+        for i, j in blocks:
+            block = {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}
+            part = parts / f"block-{i:04d}-{j:04d}.parquet"
+            engine.materialize(sql, sql_params, part, context | {"block": block})
+        engine.register({"parts": str(parts / "*.parquet")})
+        out = output_path(work, stage.name)
+        rows = engine.materialize_query("select * from parts order by u_id, v_id", {}, out, stage.compression)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
+    return rows, {"blocks": len(blocks)}
 
 
 def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:

@@ -8,8 +8,10 @@
 -- param:  threshold DOUBLE    with verify: the exact weighted Jaccard a pair needs
 -- template: hashes = 0..m-1; verify = keep pairs by the exact weighted Jaccard of their bags; block =
 --           none, or (u_from, u_to, v_from, v_to): only candidates with u_id in [u_from, u_to) and v_id in
---           [v_from, v_to), so the joins hold two ranges of signatures, not two copies of all (the runner
---           takes blocks when N signatures would not fit in memory, and orders their union)
+--           [v_from, v_to), so the joins hold two ranges of signatures, not two copies of all, and only
+--           those ranges' bags are read (the runner takes blocks with v's range at or after u's, which
+--           holds every candidate once as u_id < v_id, when two copies of all signatures would not fit in
+--           memory or the ids span over 5M, and orders their union)
 --
 -- Without verify (the paper, sec. 4): keeps candidates whose signatures agree on at least the threshold
 -- fraction of the m positions; that fraction is an unbiased estimate of the weighted Jaccard similarity, so
@@ -23,7 +25,8 @@ with
 
 -- A position agrees when its min-hashes differ by 0: 1 - least(|h_u - h_v|, 1) takes 30% less time than a
 -- CASE (min-hashes are below 2^31, so the difference fits an INTEGER), and unlike a cast of the comparison
--- DuckDB still sees that n_agree is never NULL, which keeps pairs.parquet's bytes as they were.
+-- DuckDB still sees that n_agree is never NULL, which keeps pairs.parquet's bytes as they were (in one
+-- piece: the union of blocks marks every column nullable).
 candidates_scored as (
     select
         candidates.u_id,

@@ -56,22 +56,33 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
 @pytest.mark.parametrize("verify", [True, False])
 def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify):
     """When the signatures would not fit twice in memory the runner cuts url_ids into P ranges and runs
-    P(P+1)/2 blocks: the same rows, in the same order, as in one piece. Forced with ranges of 7 URLs."""
+    P(P+1)/2 blocks: the same rows, in the same order, as in one piece. Forced with ranges of 7 URLs; pairs
+    fall both within one range and across two."""
     import duckdb
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lshsql import db, manifest, pipeline
+    from lshsql import db, engine, manifest, pipeline
 
     rng = np.random.default_rng(11)
     rows = []
-    for group in range(20):  # 20 groups of 3 near-duplicates, spread over the url_id ranges by their names
+    for group in range(20):  # 20 groups of near-duplicates, spread over the url_id ranges by their names
         base = rng.choice(400, size=30, replace=False)
-        for member in range(3):
-            url = f"http://site{(7 * group + 3 * member) % 20:02d}.example/{group}-{member}"
+        for member in ("0", "0b", "1", "2"):  # 0 and 0b are neighbours in url order: one range, mostly
+            url = f"http://site{(7 * group + 3 * int(member[0])) % 20:02d}.example/{group}-{member}"
             rows += [{"url": url, "term": f"t{term}"} for term in base[rng.random(30) > 0.15]]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
+    blocks = []
+    materialize = engine.DuckDBEngine.materialize
+    monkeypatch.setattr(
+        engine.DuckDBEngine,
+        "materialize",
+        lambda self, sql, params, out, context=None, *a: (
+            ((context or {}).get("block") and blocks.append(context["block"]))
+            or materialize(self, sql, params, out, context, *a)
+        ),
+    )
     params = Params(weighting="none", threshold=0.5, verify=verify)
     resources = db.Resources(memory_limit="1GB", threads=2)
     results = {}
@@ -82,8 +93,33 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
         pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
         with duckdb.connect() as con:
             results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
-        blocks = manifest.read(work)["stages"]["pairs"]["blocks"]
-        assert blocks == (45 if blocked else 1)  # 60 URLs in 9 ranges: 9 * 10 / 2 blocks
+        assert manifest.read(work)["stages"]["pairs"]["blocks"] == (78 if blocked else 1)
         assert not (work / "tmp" / "pairs_blocks").exists()
-    assert len(results[True]) >= 20
+    assert len(blocks) == 78  # url_ids 1..80 in 12 ranges of at most 7: 12 * 13 / 2 blocks, each run once
     assert results[True] == results[False]
+    columns = ("u", "v", "similarity", "n_agree", "n_bands", "u_id", "v_id", "jaccard")
+    found = [dict(zip(columns, row, strict=True)) for row in results[True]]
+    homes = [
+        next(
+            b for b in blocks if b["u_from"] <= p["u_id"] < b["u_to"] and b["v_from"] <= p["v_id"] < b["v_to"]
+        )
+        for p in found
+    ]
+    assert any(b["u_from"] == b["v_from"] for b in homes) and any(b["u_from"] != b["v_from"] for b in homes)
+
+
+@pytest.mark.parametrize(
+    ("id_span", "rows_per_range", "expected"),
+    [
+        (10_000_000, 6_100_000, 2),  # the 5M cap: 10M URLs (8GB holds 6.1M rows of m = 80) in 2 ranges
+        (10_000_000, 2_000_000, 5),  # the memory limit's rows
+        (1_000_000, 760_000, 2),
+        (1_000_000, 3_000_000, 1),
+        (1, 0, 1),  # no signatures (span 1): one range
+        (10_000_000, None, 1),  # Spark: one piece
+    ],
+)
+def test_pair_ranges(id_span, rows_per_range, expected):
+    from lshsql.pipeline import pair_ranges
+
+    assert pair_ranges(id_span, rows_per_range) == expected
