@@ -10,10 +10,10 @@
 --
 -- LSH candidate pairs (Haveliwala et al. 2000, sec. 4): URLs whose k min-hashes agree in at least one of
 -- the l tables (up to a 64-bit collision with hashed_keys), found by a self-join on equal (band, key)
--- instead of comparing all pairs. n_bands counts the
--- tables in which the pair collided. A bucket of thousands of URLs (boilerplate anchors) would give a
--- quadratic number of pairs, so over max_bucket members a member is paired only with the bucket's first
--- max_bucket members in URL order: at most max_bucket * size pairs. bucket_sizes counts what was cut.
+-- instead of comparing all pairs. n_bands counts the tables in which the pair collided. A bucket of
+-- thousands of URLs (boilerplate anchors) would give a quadratic number of pairs, so over max_bucket
+-- members a member is paired only with the bucket's first max_bucket members in URL order: at most
+-- max_bucket * size pairs. bucket_sizes counts what was cut.
 
 {%- set key_numbers = range(1, 2) if hashed_keys else keys %}
 with
