@@ -7,6 +7,7 @@ a CENTER round or a connected-components round on either engine:
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
     materialize_partitioned(sql, ...)     a stage file's final select -> one ordered file per partition
     materialize_query(query, ..., out)    a runner's own select -> one Parquet file (the batched COMBINE)
+                                          (materialize_in_parts: one file per context, then COMBINE)
     to_table(sql, params, table, ...)     a stage file's final select kept as a table (loops of rounds)
     table(name, select) / append(...)     `create or replace temp table name as select` / `insert into`
                                           (both with named parameters)
@@ -30,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -192,6 +194,30 @@ Engine = DuckDBEngine | SparkEngine
 def as_engine(con) -> Engine:
     """An Engine from an Engine or a DuckDB connection (the runners are also called with a connection)."""
     return con if isinstance(con, DuckDBEngine | SparkEngine) else DuckDBEngine(con)
+
+
+def materialize_in_parts(
+    engine: Engine,
+    sql: sqlfiles.SqlFile,
+    params: dict,
+    contexts: list[dict],
+    parts: Path,
+    combine: str,
+    out,
+    compression: str = "zstd",
+    table: str | None = None,
+) -> int:
+    """A stage file's final select once per template context, each into a Parquet file under `parts`, then
+    `combine` (a select over the view `parts`) into `out`: the batches of the LSH stages, the blocks of
+    pairs, the batches of eval's truth. The parts are removed, on failure too. Returns the rows written."""
+    shutil.rmtree(parts, ignore_errors=True)
+    try:
+        for number, context in enumerate(contexts):
+            engine.materialize(sql, params, Path(parts) / f"part-{number:05d}.parquet", context)
+        engine.register({"parts": str(Path(parts) / "*.parquet")})
+        return engine.materialize_query(combine, {}, out, compression, table=table)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
 
 
 @contextmanager

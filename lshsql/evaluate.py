@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import shutil
 import time
 from math import comb
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from lshsql import __version__, db, manifest, sqlfiles, urls
+from lshsql.engine import as_engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError
 from lshsql.pipeline import output_path
 
@@ -58,17 +58,11 @@ def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches:
     sql, params = sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}
     if batches == 1:
         return sqlfiles.materialize(con, sql, params, out)
-    parts = work / EVAL_DIR / "truth_batches"
-    shutil.rmtree(parts, ignore_errors=True)
-    try:
-        for batch in range(batches):
-            context = {"batches": batches, "batch": batch}
-            sqlfiles.materialize(con, sql, params, parts / f"batch-{batch:05d}.parquet", context)
-        union = "select * from read_parquet($parts) order by u_id, v_id"
-        _copy(con, union, {"parts": str(parts / "*.parquet")}, out)
-    finally:
-        shutil.rmtree(parts, ignore_errors=True)
-    return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(out)})
+    contexts = [{"batches": batches, "batch": batch} for batch in range(batches)]
+    union = "select * from parts order by u_id, v_id"
+    return materialize_in_parts(
+        as_engine(con), sql, params, contexts, work / EVAL_DIR / "truth_batches", union, out
+    )
 
 
 def evaluate(

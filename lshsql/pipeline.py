@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles
-from lshsql.engine import Engine, as_engine, open_engine
+from lshsql.engine import Engine, as_engine, materialize_in_parts, open_engine
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import Params
 
@@ -706,17 +705,13 @@ def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
     out = output_path(work, stage.name)
     if per_batch >= len(bands):
         return engine.materialize(sql, sql_params, out, context, stage.compression)
+    batches = [
+        context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
+    ]
     parts = work / "tmp" / f"{stage.name}_batches"
-    shutil.rmtree(parts, ignore_errors=True)
-    try:
-        for number, first in enumerate(range(0, len(bands), per_batch)):
-            batch = {**context, "bands": bands[first : first + per_batch]}
-            engine.materialize(sql, sql_params, parts / f"batch-{number:05d}.parquet", batch)
-        engine.register({"parts": str(parts / "*.parquet")})
-        rows = engine.materialize_query(COMBINE[stage.name], {}, out, stage.compression, table=stage.name)
-    finally:
-        shutil.rmtree(parts, ignore_errors=True)
-    return rows
+    return materialize_in_parts(
+        engine, sql, sql_params, batches, parts, COMBINE[stage.name], out, stage.compression, stage.name
+    )
 
 
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -773,20 +768,21 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
         rows, _ = _run_sql(engine, stage, params, work, bags, context, sql_params)
         return rows, {"blocks": 1}
     cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]
-    sql = sqlfiles.load(stage.sql)
-    parts = work / "tmp" / "pairs_blocks"
-    shutil.rmtree(parts, ignore_errors=True)
-    blocks = list(itertools.combinations_with_replacement(range(n_ranges), 2))
-    try:
-        for i, j in blocks:
-            block = {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}
-            part = parts / f"block-{i:04d}-{j:04d}.parquet"
-            engine.materialize(sql, sql_params, part, context | {"block": block})
-        engine.register({"parts": str(parts / "*.parquet")})
-        out = output_path(work, stage.name)
-        rows = engine.materialize_query("select * from parts order by u_id, v_id", {}, out, stage.compression)
-    finally:
-        shutil.rmtree(parts, ignore_errors=True)
+    blocks = [
+        context | {"block": {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}}
+        for i, j in itertools.combinations_with_replacement(range(n_ranges), 2)
+    ]
+    rows = materialize_in_parts(
+        engine,
+        sqlfiles.load(stage.sql),
+        sql_params,
+        blocks,
+        work / "tmp" / "pairs_blocks",
+        "select * from parts order by u_id, v_id",
+        output_path(work, stage.name),
+        stage.compression,
+        stage.name,
+    )
     return rows, {"blocks": len(blocks)}
 
 
