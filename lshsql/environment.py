@@ -21,7 +21,17 @@ from lshsql import db, labels, manifest, pipeline, sqlfiles, udf, urls
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 
-UNIT_STAGES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures", "candidates", "pairs")
+UNIT_STAGES = (
+    "term_counts",
+    "urls",
+    "terms",
+    "bags",
+    "element_hashes",
+    "signatures",
+    "buckets",
+    "candidates",
+    "pairs",
+)
 DOMAINS_SQL = "95_environment_domains.sql"
 DEFAULT_PARAMS = Params(threshold=0.2)
 

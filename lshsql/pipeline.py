@@ -60,10 +60,9 @@ STAGES: tuple[Stage, ...] = (
         ("bags", "element_hashes"),
         ("num_perm", "signature_bytes", "seed"),
     ),
-    Stage("candidates", "40_candidates.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")),
-    Stage(
-        "bucket_sizes", "41_bucket_sizes.sql", ("signatures",), ("k", "l", "banding", "seed", "max_bucket")
-    ),
+    Stage("buckets", "35_buckets.sql", ("signatures",), ("k", "l", "banding", "seed")),
+    Stage("candidates", "40_candidates.sql", ("buckets",), ("max_bucket",)),
+    Stage("bucket_sizes", "41_bucket_sizes.sql", ("buckets",), ("max_bucket",)),
     Stage("pairs", "50_pairs.sql", ("candidates", "signatures", "urls", "bags"), ("threshold", "verify")),
     Stage("clusters", "62_clusters.sql", ("pairs", "urls", "bags"), ("clustering",)),
     Stage("cluster_labels", "63_cluster_labels.sql", ("clusters", "bags", "terms", "urls", "surface_forms")),
@@ -161,7 +160,7 @@ def run(
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
-            if stage.name == "candidates" and plan_tables and output_path(work, "signatures").exists():
+            if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params, resources)
                 summary.params = params
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
@@ -664,22 +663,16 @@ def _band_context(params: Params, work: Path, engine_name: str) -> dict:
     return context
 
 
-# Re-aggregation of batch results: a pair's tables add up, as do the buckets of a size.
-COMBINE = {
-    "candidates": "select u_id, v_id, cast(sum(n_bands) as bigint) as n_bands from parts "
-    "group by u_id, v_id order by u_id, v_id",
-    "bucket_sizes": "select n_members, cast(sum(n_buckets) as bigint) as n_buckets, "
-    "cast(sum(n_pairs) as double) as n_pairs, cast(sum(n_pairs_emitted) as double) as n_pairs_emitted "
-    "from parts group by n_members order by n_members",
-}
-# Memory per band-key row the LSH self-join and aggregate need, measured with margin (with k INTEGER keys;
-# the one hashed key of DuckDB's form needs less)
+# Memory per band-key row the buckets stage's group and join need, measured with margin (with k INTEGER
+# keys; the one hashed key of DuckDB's form needs less)
 BAND_KEY_BYTES = 100
 # Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit: its group and
-# self-join run faster per key over 10M keys than over 40M. 1M URLs, k = 5, l = 95, 4GB, hashed keys:
-# 5-10 tables per batch took candidates 11-12 s and bucket_sizes 6 s, 40 tables 19 s and 11 s, all 95 at
-# once 30 s for candidates alone. At 100k URLs and the planner's l = 47, one batch as before.
+# join run faster per key over 10M keys than over 40M. 1M URLs, k = 5, l = 95, 4GB, hashed keys: 5-10 tables
+# per batch took the group and self-join that candidates then did 11-12 s, 40 tables 19 s, all 95 at once
+# 30 s. At 100k URLs and the planner's l = 47, one batch.
 BATCH_BAND_KEYS = 8_000_000
+# The buckets of a batch are ordered (band, bucket, url_id) and batches take increasing bands
+COMBINE_BUCKETS = "select * from parts order by band, bucket, url_id"
 
 
 def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
@@ -690,10 +683,10 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
     return max(1, min(fitting, BATCH_BAND_KEYS // max(1, n_urls)))
 
 
-def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
-    """On DuckDB, the stage over all l tables at once when l * N band keys are at most BATCH_BAND_KEYS and
-    fit in the memory limit, else in batches of tables (at least one each) whose results are added up
-    (10M URLs x 95 tables ran out of 8 GB in one go). Spark takes all tables at once."""
+def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
+    BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
+    after the other (10M URLs x 95 tables ran out of 8 GB in one go). Spark takes all tables at once."""
     engine = as_engine(con)
     context = _band_context(params, work, engine.name)
     _register(engine, work, stage.reads)
@@ -701,26 +694,26 @@ def _run_banded(con, stage: Stage, params: Params, work: Path) -> int:
     bands = context["bands"]
     per_batch = tables_per_batch(n_urls, len(bands), engine.band_batch(n_urls, BAND_KEY_BYTES))
     sql = sqlfiles.load(stage.sql)
-    sql_params = {"max_bucket": params.max_bucket}
     out = output_path(work, stage.name)
     if per_batch >= len(bands):
-        return engine.materialize(sql, sql_params, out, context, stage.compression)
+        return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1}
     batches = [
         context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
     ]
     parts = work / "tmp" / f"{stage.name}_batches"
-    return materialize_in_parts(
-        engine, sql, sql_params, batches, parts, COMBINE[stage.name], out, stage.compression, stage.name
+    rows = materialize_in_parts(
+        engine, sql, {}, batches, parts, COMBINE_BUCKETS, out, stage.compression, stage.name
     )
+    return rows, {"batches": len(batches)}
 
 
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    return _run_banded(con, stage, params, work), {}
+    return _run_sql(con, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
 
 
 def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     engine = as_engine(con)
-    rows = _run_banded(engine, stage, params, work)
+    rows, _ = _run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
     stats = _row_of_output(
         engine,
         work,
@@ -754,7 +747,7 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
     """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
     in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
     one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
-    then marks its columns nullable, as the candidates stage's batches do)."""
+    then marks its columns nullable, as the buckets stage's batches do)."""
     engine = as_engine(con)
     context = template_context(params)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
@@ -891,6 +884,7 @@ RUNNERS = {
     "bags": _run_bags,
     "element_hashes": _run_element_hashes,
     "signatures": _run_signatures,
+    "buckets": _run_buckets,
     "candidates": _run_candidates,
     "bucket_sizes": _run_bucket_sizes,
     "pairs": _run_pairs,

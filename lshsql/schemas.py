@@ -122,6 +122,16 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "min-hash 0: min over the flattened bag of ((a_0*x + b_0) mod 2^40) >> 9; h1 ... h{m-1} follow",
         ),
     ],
+    "buckets": [
+        (
+            "band",
+            pa.int32(),
+            "the LSH table, 0 .. l-1 (family/lsh_tables.parquet holds its k min-hash indices)",
+        ),
+        ("bucket", pa.int64(), "the bucket: the smallest url_id of its members"),
+        ("url_id", pa.int64(), "a member: a URL whose k min-hashes of this table equal the bucket's"),
+        ("n_members", pa.int64(), "members of the bucket, at least 2 (buckets of one URL are not kept)"),
+    ],
     "candidates": [
         ("u_id", pa.int64(), "url_id of the first URL"),
         ("v_id", pa.int64(), "url_id of the second URL, u_id < v_id"),

@@ -1,24 +1,20 @@
 -- stage:  bucket_sizes
--- reads:  signatures(url_id, h0, ..., h{m-1})
+-- reads:  buckets(band, bucket, url_id, n_members)
 -- writes: bucket_sizes(n_members, n_buckets, n_pairs, n_pairs_emitted)
 -- order:  n_members
 -- param:  max_bucket BIGINT   the candidates stage's cap on bucket size
--- template: bands, keys, hashed_keys as in candidates
 --
 -- How many LSH buckets of each size there were, over all tables, with the pairs they hold and the pairs
 -- the candidates stage took from them (fewer only for buckets over max_bucket). Shared buckets only.
 
-{%- set key_numbers = range(1, 2) if hashed_keys else keys %}
 with
 
-{% include "macros/band_keys.sql" %},
-
+-- One row per bucket: the member that names it (its smallest url_id).
 buckets_shared as (
     select
-        count(*) as n_members
-    from band_keys
-    group by band_keys.band{% for key in key_numbers %}, band_keys.key{{ key }}{% endfor %}
-    having count(*) > 1
+        buckets.n_members
+    from buckets
+    where buckets.url_id = buckets.bucket
 ),
 
 final as (

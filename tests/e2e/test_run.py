@@ -126,7 +126,9 @@ def test_only_changed_stages_rerun(tmp_path):
     second = json.loads((work / "manifest.json").read_text())["stages"]
     unchanged = ("extract", "term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
     assert all(first[s] == second[s] for s in unchanged)
-    assert all(first[s]["fingerprint"] != second[s]["fingerprint"] for s in ("candidates", "pairs"))
+    assert all(
+        first[s]["fingerprint"] != second[s]["fingerprint"] for s in ("buckets", "candidates", "pairs")
+    )
     assert output.count("up to date") == 6
     # the planner chose (k, l) from a sample of the signatures; it reaches recall 0.95 at the threshold
     import re
@@ -134,7 +136,7 @@ def test_only_changed_stages_rerun(tmp_path):
     from lshsql.params import collision_probability
 
     k, l = (int(v) for v in re.search(r"k=(\d+) l=(\d+)", output).groups())
-    assert (second["candidates"]["params"]["k"], second["candidates"]["params"]["l"]) == (k, l)
+    assert (second["buckets"]["params"]["k"], second["buckets"]["params"]["l"]) == (k, l)
     assert collision_probability(0.5, k, l) >= 0.95
     # Parameters not given again are kept: a later `stage` run keeps threshold 0.5.
     cli("stage", "pairs", "--work", str(work), "-q")
@@ -208,6 +210,7 @@ def test_run_from_the_cli_prints_what_it_found(tmp_path):
         "bags",
         "element_hashes",
         "signatures",
+        "buckets",
         "candidates",
         "bucket_sizes",
         "pairs",
@@ -229,7 +232,7 @@ def test_stages_start_from_tables_put_in_the_work_folder(tmp_path):
     second.mkdir()
     for table in ("urls", "bags", "signatures"):
         shutil.copy(first / f"{table}.parquet", second / f"{table}.parquet")
-    for stage in ("candidates", "pairs", "clusters"):
+    for stage in ("buckets", "candidates", "pairs", "clusters"):
         cli("stage", stage, "--work", str(second), "--threshold", "0.4", "-q")
     for table in ("pairs", "clusters"):
         assert (first / f"{table}.parquet").read_bytes() == (second / f"{table}.parquet").read_bytes()

@@ -172,32 +172,37 @@ def test_element_hashes_and_signatures(engines):
     assert all(0 <= r["h5"] < 2**24 for r in rows)
 
 
-def test_candidates_and_bucket_sizes(engines):
+def lsh_stages(engines, params: Params, out: str = "") -> tuple[list[dict], list[dict], list[dict]]:
+    """buckets, then candidates and bucket_sizes from them, on both engines (outputs named with `out`)."""
+    context, max_bucket = template_context(params), {"max_bucket": params.max_bucket}
+    buckets = engines.run("35_buckets.sql", {}, context, f"{out}buckets")
+    engines.inputs["buckets"] = engines.inputs[f"{out}buckets"]
+    candidates = engines.run("40_candidates.sql", max_bucket, context, f"{out}candidates")
+    return buckets, candidates, engines.run("41_bucket_sizes.sql", max_bucket, context, f"{out}bucket_sizes")
+
+
+def test_buckets_candidates_and_bucket_sizes(engines):
     bags_and_signatures(engines)
-    context, max_bucket = template_context(PARAMS), {"max_bucket": PARAMS.max_bucket}
-    assert engines.run("40_candidates.sql", max_bucket, context)
-    assert engines.run("41_bucket_sizes.sql", max_bucket, context)
+    assert all(lsh_stages(engines, PARAMS))
     # test_40's hand-made signatures, with a bucket over the cap
     banded = Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3).resolved(True)
     same = [{"url_id": i, "h0": 1, "h1": 1, "h2": 10 * i, "h3": 10 * i} for i in range(1, 11)]
     hand = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(4)])
     engines.table("signatures", HAND_SIGNATURES + [{**r, "url_id": r["url_id"] + 10} for r in same], hand)
     try:
-        rows = engines.run(
-            "40_candidates.sql", {"max_bucket": 3}, template_context(banded), "hand_candidates"
-        )
+        _, rows, sizes = lsh_stages(engines, banded, "hand_")
         assert (1, 4, 2) in {(r["u_id"], r["v_id"], r["n_bands"]) for r in rows}
-        sizes = engines.run("41_bucket_sizes.sql", {"max_bucket": 3}, template_context(banded), "hand_sizes")
         assert {"n_members": 10, "n_buckets": 1, "n_pairs": 45.0, "n_pairs_emitted": 24.0} in sizes
     finally:
-        engines.inputs["signatures"] = str(engines.work / "duckdb" / "signatures.parquet")
+        for relation in ("signatures", "buckets"):
+            engines.inputs[relation] = str(engines.work / "duckdb" / f"{relation}.parquet")
 
 
 @pytest.mark.parametrize("verify", [True, False])
 def test_pairs(engines, verify):
     bags_and_signatures(engines)
     if "candidates" not in engines.inputs:
-        engines.run("40_candidates.sql", {"max_bucket": PARAMS.max_bucket}, template_context(PARAMS))
+        lsh_stages(engines, PARAMS)
     params = Params(num_perm=16, k=2, l=6, threshold=0.3, verify=verify, seed=3).resolved(False)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows = engines.run(

@@ -65,14 +65,14 @@ def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
     assert len(pairs) > 50 and rows(spark, "pairs") == pairs
     clusters = rows(duck, "clusters")
     assert any(c["size"] > 1 for c in clusters) and rows(spark, "clusters") == clusters
-    for table in ("urls", "bags", "signatures", "candidates", "bucket_sizes", "cluster_labels"):
+    for table in ("urls", "bags", "signatures", "buckets", "candidates", "bucket_sizes", "cluster_labels"):
         assert rows(spark, table) == rows(duck, table), table
     # the engine is no stage parameter: DuckDB finds the Spark run's folder up to date
     again = lshsql(
         "run", "--bags", str(docs), "--work", str(spark), "--weighting", "none", "--threshold", "0.5"
     )
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("up to date") == 11, again.stdout
+    assert again.stdout.count("up to date") == 12, again.stdout
 
 
 def test_settings_the_rows_depend_on_cannot_be_overridden():

@@ -55,6 +55,7 @@ def synthetic_signatures(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def candidates(work: Path, url_ids, matrix, params: Params) -> dict[tuple[int, int], int]:
     write_signatures(work / "signatures.parquet", url_ids, matrix)
+    run_stage(work, "buckets", params)
     run_stage(work, "candidates", params)
     table = pq.read_table(work / "candidates.parquet").to_pydict()
     return dict(zip(zip(table["u_id"], table["v_id"], strict=True), table["n_bands"], strict=True))

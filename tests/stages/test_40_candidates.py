@@ -1,4 +1,4 @@
-"""candidates and bucket_sizes on hand-made signatures (m = 4, two bands of two rows)."""
+"""buckets, candidates and bucket_sizes on hand-made signatures (m = 4, two bands of two rows)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,27 @@ SIGNATURES = [
 PARAMS = Params(num_perm=4, k=2, l=2, banding=True).resolved(True)
 
 
+def lsh(work, params, signatures=None) -> tuple[list[dict], list[dict], list[dict]]:
+    """buckets, then candidates and bucket_sizes from them: the three stages' rows."""
+    buckets = run_stage(work, "buckets", params, signatures and {"signatures": signatures})
+    return buckets, run_stage(work, "candidates", params), run_stage(work, "bucket_sizes", params)
+
+
+def test_shared_buckets_one_row_per_member_named_by_the_smallest(tmp_path):
+    rows = run_stage(tmp_path, "buckets", PARAMS, {"signatures": SIGNATURES})
+    # band 0 (h0, h1) = (1, 2): urls 1, 2, 4; band 1 (h2, h3) = (3, 4): urls 1, 3, 4; url 5 shares none
+    assert [(r["band"], r["bucket"], r["url_id"], r["n_members"]) for r in rows] == [
+        (0, 1, 1, 3),
+        (0, 1, 2, 3),
+        (0, 1, 4, 3),
+        (1, 1, 1, 3),
+        (1, 1, 3, 3),
+        (1, 1, 4, 3),
+    ]
+
+
 def test_pairs_sharing_a_bucket_with_their_band_count(tmp_path):
-    rows = run_stage(tmp_path, "candidates", PARAMS, {"signatures": SIGNATURES})
+    _, rows, _ = lsh(tmp_path, PARAMS, SIGNATURES)
     assert [(r["u_id"], r["v_id"], r["n_bands"]) for r in rows] == [
         (1, 2, 1),
         (1, 3, 1),
@@ -30,7 +49,7 @@ def test_pairs_sharing_a_bucket_with_their_band_count(tmp_path):
 
 
 def test_bucket_sizes(tmp_path):
-    rows = run_stage(tmp_path, "bucket_sizes", PARAMS, {"signatures": SIGNATURES})
+    _, _, rows = lsh(tmp_path, PARAMS, SIGNATURES)
     # two shared buckets, of three members each: 3 pairs each
     assert rows == [{"n_members": 3, "n_buckets": 2, "n_pairs": 6.0, "n_pairs_emitted": 6.0}]
 
@@ -38,11 +57,10 @@ def test_bucket_sizes(tmp_path):
 def test_a_big_bucket_is_capped(tmp_path):
     same = [{"url_id": i, "h0": 1, "h1": 1, "h2": 10 * i, "h3": 10 * i} for i in range(1, 11)]
     params = Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3).resolved(True)
-    rows = run_stage(tmp_path, "candidates", params, {"signatures": same})
+    _, rows, sizes = lsh(tmp_path, params, same)
     # each member paired with the bucket's first 3 members (url ids 1, 2, 3): 3 + 7*3 = 24 = 3*(2*10-3-1)/2
     assert len(rows) == 24
     assert {(r["u_id"], r["v_id"]) for r in rows} == {(u, v) for u in (1, 2, 3) for v in range(u + 1, 11)}
-    sizes = run_stage(tmp_path, "bucket_sizes", params)
     assert sizes == [{"n_members": 10, "n_buckets": 1, "n_pairs": 45.0, "n_pairs_emitted": 24.0}]
 
 
@@ -50,9 +68,10 @@ def test_a_big_bucket_is_capped(tmp_path):
     ("knob", "value"), [("BAND_KEY_BYTES", 10**12), ("BATCH_BAND_KEYS", 1), ("BATCH_BAND_KEYS", 4 * 59)]
 )
 def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob, value):
-    """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the runner takes the tables in
-    batches and adds up the batches' rows: the same rows as in one go (the Parquet encoding may differ).
-    Forced here with one table per batch, by either bound, and with batches of 4 and 2 of the 6 tables."""
+    """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the buckets runner takes the tables
+    in batches and writes the batches' rows in order: the same buckets, so the same candidates and bucket
+    sizes, as in one go (the Parquet encoding may differ). Forced here with one table per batch, by either
+    bound, and with batches of 4 and 2 of the 6 tables."""
     import numpy as np
 
     from lshsql import engine, pipeline
@@ -73,21 +92,17 @@ def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob
         work = tmp_path / f"batched{batched}"
         if batched:
             monkeypatch.setattr(pipeline, knob, value)
-        rows = run_stage(work, "candidates", params, {"signatures": signatures})
-        sizes = run_stage(work, "bucket_sizes", params)
-        files[batched] = (rows, sizes)
-        assert (
-            rows and sizes and sum(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
-        )  # capped buckets too
-        assert not (work / "tmp" / "candidates_batches").exists()
-        assert not (work / "tmp" / "bucket_sizes_batches").exists()
+        files[batched] = buckets, rows, sizes = lsh(work, params, signatures)
+        assert buckets and rows and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)  # capped too
+        assert not (work / "tmp" / "buckets_batches").exists()
     assert files[False] == files[True]
-    assert combined == ["candidates", "bucket_sizes"]  # the batched run's, one each
+    assert combined == ["buckets"]  # the batched run's
 
 
 def test_hashed_band_keys_give_the_exact_keys_rows(tmp_path, monkeypatch):
     """On DuckDB a table's k values are grouped and joined as one 64-bit hash (sql/macros/band_keys.sql);
-    Spark's form keeps the k values. Both give the same candidates and bucket sizes, capped buckets too."""
+    Spark's form keeps the k values. Both give the same buckets (named by their smallest url_id, not by the
+    key), so the same candidates and bucket sizes, capped buckets too."""
     import numpy as np
 
     from lshsql import pipeline
@@ -103,11 +118,8 @@ def test_hashed_band_keys_give_the_exact_keys_rows(tmp_path, monkeypatch):
         if not hashed:
             monkeypatch.setattr(pipeline, "_band_context", lambda p, w, name: band_context(p, w, "spark"))
         work = tmp_path / f"hashed{hashed}"
-        results[hashed] = (
-            run_stage(work, "candidates", params, {"signatures": signatures}),
-            run_stage(work, "bucket_sizes", params),
-        )
-    rows, sizes = results[True]
+        results[hashed] = lsh(work, params, signatures)
+    _, rows, sizes = results[True]
     assert len(rows) > 1000 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
     assert results[True] == results[False]
 
@@ -119,10 +131,9 @@ def test_the_band_key_is_hashed_on_duckdb_only(tmp_path):
     for engine, hashed in (("duckdb", True), ("spark", False)):
         context = pipeline._band_context(params, tmp_path, engine)
         assert context["hashed_keys"] is hashed
-        for name in ("40_candidates.sql", "41_bucket_sizes.sql"):
-            text = sqlfiles.render(sqlfiles.load(name), context)
-            assert ("hash(" in text) is hashed
-            assert ("key3" in text) is not hashed  # the k = 3 values, or the one hashed key
+        text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), context)
+        assert ("hash(" in text) is hashed
+        assert ("key3" in text) is not hashed  # the k = 3 values, or the one hashed key
 
 
 @pytest.mark.parametrize(
