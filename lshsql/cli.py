@@ -494,7 +494,7 @@ def run(
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
-    """Run every stage: crawl (or --bags) -> bags -> signatures -> candidates -> pairs -> clusters.
+    """Run every stage: crawl (or --bags) -> bags -> signatures -> buckets -> candidates -> pairs -> clusters.
 
     Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
     last run in the work folder. With --threshold and no -k/-l the planner chooses k and l.

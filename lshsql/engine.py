@@ -208,7 +208,7 @@ def materialize_in_parts(
     table: str | None = None,
 ) -> int:
     """A stage file's final select once per template context, each into a Parquet file under `parts`, then
-    `combine` (a select over the view `parts`) into `out`: the batches of the LSH stages, the blocks of
+    `combine` (a select over the view `parts`) into `out`: the batches of the buckets stage, the blocks of
     pairs, the batches of eval's truth. The parts are removed, on failure too. Returns the rows written."""
     shutil.rmtree(parts, ignore_errors=True)
     try:

@@ -167,6 +167,8 @@ def run(
             fingerprints[stage.name] = fingerprint
             if only and stage.name not in only:
                 continue
+            if only:
+                _check_inputs_current(work, stage, previous, fingerprints, only)
             old = previous.get(stage.name, {})
             if not force and old.get("fingerprint") == fingerprint and _output_exists(work, stage.name, old):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
@@ -193,6 +195,26 @@ def run(
     write_catalog(work)
     write_info(work)
     return summary
+
+
+def _check_inputs_current(
+    work: Path, stage: Stage, previous: dict, fingerprints: dict[str, str], only: tuple[str, ...]
+) -> None:
+    """A stage run on its own (`only`) refuses an input an earlier stage wrote with other parameters or
+    inputs than these (`lshsql stage candidates -k 6` on buckets of k = 5), rather than mixing the two.
+    A table with no manifest entry (the user's own) is taken as it is."""
+    for relation in stage.reads:
+        recorded = previous.get(relation, {}).get("fingerprint")
+        if (
+            relation in STAGE_NAMES
+            and relation not in only
+            and recorded
+            and recorded != fingerprints[relation]
+        ):
+            raise ParamError(
+                f"{output_path(work, relation)} was made with other parameters or inputs than these (or by "
+                f"another lshsql version): run `lshsql stage {relation}` first, or `lshsql run`"
+            )
 
 
 def write_info(work: Path) -> Path:
@@ -655,7 +677,7 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
 
 
 def _band_context(params: Params, work: Path, engine_name: str) -> dict:
-    """The LSH stages' template values; on DuckDB with one 64-bit band key per table
+    """The buckets stage's template values; on DuckDB with one 64-bit band key per table
     (sql/macros/band_keys.sql), on Spark, whose hash() is another function, with the k values."""
     context = template_context(params) | {"hashed_keys": engine_name == "duckdb"}
     tables = [indices for _, indices in context["bands"]]

@@ -2,7 +2,7 @@
 -- reads:  buckets(band, bucket, url_id, n_members)
 -- writes: candidates(u_id, v_id, n_bands)
 -- order:  u_id, v_id
--- param:  max_bucket BIGINT   a bucket larger than this pairs each member only with its first max_bucket members
+-- param:  max_bucket BIGINT   a bucket larger than this pairs each member only with its first max_bucket
 --
 -- LSH candidate pairs (Haveliwala et al. 2000, sec. 4): URLs that share a bucket in at least one of the l
 -- tables, found by a self-join of the shared buckets' members instead of comparing all pairs. n_bands

@@ -158,12 +158,14 @@ def test_catalogue_views_work_without_the_udf(tmp_path):
                 "bags",
                 "element_hashes",
                 "signatures",
+                "buckets",
                 "candidates",
                 "pairs",
                 "clusters",
             )
         }
     assert counts["pages"] == 121 and counts["clusters"] == counts["urls"] > 0
+    assert counts["buckets"] > counts["candidates"] > 0  # here mostly buckets of two: one pair, two rows
 
 
 def test_invariants_of_a_run(tmp_path):

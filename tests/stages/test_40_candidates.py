@@ -151,3 +151,47 @@ def test_tables_per_batch(n_urls, n_tables, fitting, expected):
     from lshsql.pipeline import tables_per_batch
 
     assert tables_per_batch(n_urls, n_tables, fitting) == expected
+
+
+def near_duplicate_bags(tmp_path):
+    """A bags table of 60 URLs in 6 groups of near-copies (30 terms of 40 shared within a group)."""
+    from tests.conftest import write_table
+
+    rows = [
+        {"url": f"u{g}-{i}", "term": f"t{g}-{t}"}
+        for g in range(6)
+        for i in range(10)
+        for t in range(40)
+        if (t + i) % 4  # each member drops a different quarter of its group's terms
+    ]
+    return write_table(tmp_path / "bags.parquet", rows)
+
+
+def test_a_new_bucket_cap_reruns_candidates_but_not_the_buckets(tmp_path):
+    """max_bucket is a parameter of candidates and bucket_sizes only: the buckets stay up to date."""
+    from lshsql.pipeline import run
+
+    bags, work = near_duplicate_bags(tmp_path), tmp_path / "w"
+    first = run(work, Params(weighting="none", k=3, l=8, max_bucket=1000), bags=bags)
+    second = run(work, Params(weighting="none", k=3, l=8, max_bucket=2), bags=bags)
+    assert first.stages["candidates"]["rows"] > second.stages["candidates"]["rows"] > 0
+    up_to_date = {name for name, entry in second.stages.items() if entry.get("skipped")}
+    assert {"signatures", "buckets"} <= up_to_date
+    assert not up_to_date & {"candidates", "bucket_sizes", "pairs", "clusters"}
+    assert second.stages["bucket_sizes"]["buckets_capped"] > 0
+
+
+def test_a_stage_refuses_inputs_made_with_other_parameters(tmp_path):
+    """`lshsql stage candidates -k 4` after a run with k = 3: the buckets were made with k = 3, so candidates
+    would silently be of the old tables; it stops with a one-line error naming the stage to run first."""
+    from lshsql.errors import ParamError
+    from lshsql.pipeline import run
+
+    bags, work = near_duplicate_bags(tmp_path), tmp_path / "w"
+    run(work, Params(weighting="none", k=3, l=8), bags=bags)
+    with pytest.raises(ParamError, match=r"buckets\.parquet was made with other parameters.*stage buckets"):
+        run(work, Params(weighting="none", k=4, l=8), bags=bags, only=("candidates",))
+    run(work, Params(weighting="none", k=4, l=8), bags=bags, only=("buckets", "candidates"))  # in order: fine
+    run(work, Params(weighting="none", k=4, l=8), bags=bags, only=("pairs",))
+    with pytest.raises(ParamError, match=r"candidates\.parquet was made with other parameters"):
+        run(work, Params(weighting="none", k=4, l=8, max_bucket=5), bags=bags, only=("pairs",))
