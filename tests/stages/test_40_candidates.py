@@ -67,7 +67,7 @@ def test_a_big_bucket_is_capped(tmp_path):
 @pytest.mark.parametrize(
     ("knob", "value"), [("BAND_KEY_BYTES", 10**12), ("BATCH_BAND_KEYS", 1), ("BATCH_BAND_KEYS", 4 * 59)]
 )
-def test_batches_of_tables_add_up_to_the_same_tables(tmp_path, monkeypatch, knob, value):
+def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, value):
     """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the buckets runner takes the tables
     in batches and writes the batches' rows in order: the same buckets, so the same candidates and bucket
     sizes, as in one go (the Parquet encoding may differ). Forced here with one table per batch, by either
