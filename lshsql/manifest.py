@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -12,6 +13,13 @@ MANIFEST = "manifest.json"
 
 def versions() -> dict[str, str]:
     """Versions that can change outputs; recorded so a result can be traced to its software."""
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """Looked up once per process: reading the packages' metadata took 0.1 s of a 100k-document run, where
+    every stage records the versions."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -20,7 +28,7 @@ def versions() -> dict[str, str]:
             out[package] = version(package)
         except PackageNotFoundError:
             out[package] = "not installed"
-    return out
+    return tuple(out.items())
 
 
 def read(work: str | Path) -> dict[str, Any]:

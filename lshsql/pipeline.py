@@ -588,22 +588,25 @@ select
 
 
 def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) -> bool:
-    """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys: in batches of
-    `batch_rows`, so memory stays bounded. Read on one thread: for bags' 17M rows at 100k documents, just
-    written, 0.3 s against 0.8 s with pyarrow's threads."""
+    """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys: a row group at a
+    time, in batches of at most `batch_rows`, so memory stays bounded by the writer's row groups (DuckDB's
+    hold 122,880 rows). Read on one thread, by row group: for bags' 17M rows at 100k documents, just
+    written, 0.2 s, where ParquetFile.iter_batches took 0.65 s in a fresh process."""
     previous = None
-    batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=list(key), use_threads=False)
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        columns = [column.to_numpy(zero_copy_only=False) for column in batch.columns]
-        same = np.ones(batch.num_rows - 1, dtype=bool)
-        for column in columns:
-            same &= column[1:] == column[:-1]
-        first = tuple(column[0] for column in columns)
-        if same.any() or previous == first:
-            return True
-        previous = tuple(column[-1] for column in columns)
+    file = pq.ParquetFile(path)
+    for group in range(file.num_row_groups):
+        table = file.read_row_group(group, columns=list(key), use_threads=False)
+        for batch in table.to_batches(max_chunksize=batch_rows):
+            if not batch.num_rows:
+                continue
+            columns = [column.to_numpy(zero_copy_only=False) for column in batch.columns]
+            same = np.ones(batch.num_rows - 1, dtype=bool)
+            for column in columns:
+                same &= column[1:] == column[:-1]
+            first = tuple(column[0] for column in columns)
+            if same.any() or previous == first:
+                return True
+            previous = tuple(column[-1] for column in columns)
     return False
 
 

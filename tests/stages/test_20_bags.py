@@ -387,6 +387,25 @@ def test_repeated_rows_are_found_within_and_across_batches(tmp_path):
     assert not check([(1, 7), (2, 7)], 1)  # equal term_hash alone is no repeat
 
 
+def test_repeated_rows_are_found_across_row_groups(tmp_path):
+    """The check reads a row group at a time: a repeat split between two row groups is still found."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql.pipeline import has_repeated_rows
+
+    def check(keys: list[tuple[int, int]]) -> bool:
+        path = tmp_path / "bags.parquet"
+        table = pa.Table.from_pylist([{"url_id": u, "term_hash": t} for u, t in keys])
+        pq.write_table(table, path, row_group_size=2)
+        assert pq.ParquetFile(path).num_row_groups == (len(keys) + 1) // 2
+        return has_repeated_rows(path, ("url_id", "term_hash"))
+
+    assert not check([(1, 5), (1, 7), (2, 5), (2, 7), (3, 1)])
+    assert check([(1, 5), (1, 7), (1, 7), (2, 1)])  # rows 2 and 3: the second row group's first row
+    assert check([(1, 5), (1, 5), (2, 7)])  # within the first row group
+
+
 def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
     import pyarrow as pa
