@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lshsql import udf
 from lshsql.params import Params
 
 COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change when m changes coefficients
@@ -39,7 +40,7 @@ def coefficients(seed: int, num_perm: int) -> pa.Table:
     pairs = coefficient_pairs(seed, num_perm)
     columns = {f"a{i}": [a] for i, (a, _) in enumerate(pairs)}
     columns |= {f"b{i}": [b] for i, (_, b) in enumerate(pairs)}
-    return pa.table(columns, schema=pa.schema([(name, pa.int64()) for name in columns]))
+    return pa.Table.from_arrays([udf.integer_array(values) for values in columns.values()], list(columns))
 
 
 def lsh_tables(params: Params) -> list[list[int]]:
@@ -55,15 +56,15 @@ def lsh_tables(params: Params) -> list[list[int]]:
 def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
     """lsh_tables(band, slot, hash_index) as a table, for the record and for users."""
     rows = [(band, slot, index) for band, indices in enumerate(tables) for slot, index in enumerate(indices)]
-    return pa.table(
-        {name: [r[i] for r in rows] for i, name in enumerate(("band", "slot", "hash_index"))},
-        schema=pa.schema([("band", pa.int32()), ("slot", pa.int32()), ("hash_index", pa.int32())]),
-    )
+    names = ("band", "slot", "hash_index")
+    arrays = [udf.integer_array([r[i] for r in rows], type=pa.int32()) for i in range(len(names))]
+    return pa.Table.from_arrays(arrays, list(names))
 
 
 def copies(max_copies: int) -> pa.Table:
     """copies(copy_number) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
-    return pa.table({"copy_number": pa.array(range(1, max(1, max_copies) + 1), type=pa.int32())})
+    numbers = np.arange(1, max(1, max_copies) + 1)
+    return pa.Table.from_arrays([udf.integer_array(numbers, type=pa.int32())], ["copy_number"])
 
 
 def write(table: pa.Table, path: Path) -> Path:

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles
+from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
 from lshsql.engine import Engine, as_engine, materialize_in_parts, open_engine
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import Params
@@ -599,7 +600,7 @@ def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 2
         for batch in table.to_batches(max_chunksize=batch_rows):
             if not batch.num_rows:
                 continue
-            columns = [column.to_numpy(zero_copy_only=False) for column in batch.columns]
+            columns = [_key_values(column) for column in batch.columns]
             same = np.ones(batch.num_rows - 1, dtype=bool)
             for column in columns:
                 same &= column[1:] == column[:-1]
@@ -608,6 +609,13 @@ def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 2
                 return True
             previous = tuple(column[-1] for column in columns)
     return False
+
+
+def _key_values(column: pa.Array) -> np.ndarray:
+    """A key column as numpy; integers without nulls read from their buffers (see udf.integer_values)."""
+    if pa.types.is_integer(column.type) and not column.null_count:
+        return udf.integer_values(column)[0]
+    return column.to_numpy(zero_copy_only=False)
 
 
 def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:

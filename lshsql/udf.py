@@ -27,8 +27,49 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 def term_hash(terms: pa.Array) -> pa.Array:
     """xxh64 of each term's UTF-8 bytes, shifted right once so it is a non-negative BIGINT."""
     digest = xxhash.xxh64_intdigest
-    values = [None if t is None else digest(t.encode("utf-8")) >> 1 for t in terms.to_pylist()]
-    return pa.array(values, type=pa.int64())
+    texts = terms.to_pylist()
+    values = np.fromiter(
+        (0 if t is None else digest(t.encode("utf-8")) >> 1 for t in texts), dtype=np.int64, count=len(texts)
+    )
+    valid = (
+        np.fromiter((t is not None for t in texts), dtype=bool, count=len(texts))
+        if terms.null_count
+        else None
+    )
+    return integer_array(values, valid)
+
+
+def integer_values(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """An integer Arrow array's values (any value where null) and validity (None: no nulls) as numpy, read
+    from its buffers. pyarrow's own conversions (to_numpy, pa.array) import pandas when it is installed: 0.25
+    s of every run's first UDF call. Other types (Spark's pandas path passes float64) are converted."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not pa.types.is_integer(array.type):
+        values = array.to_numpy(zero_copy_only=False)
+        return values, None if not array.null_count else ~np.isnan(values)
+    dtype = _numpy_dtype(array.type)
+    start, n = array.offset, len(array)
+    data = array.buffers()[1]
+    values = np.frombuffer(data, dtype=dtype)[start : start + n] if data is not None else np.zeros(n, dtype)
+    valid = None
+    if array.null_count:
+        bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8), bitorder="little")
+        valid = bits[start : start + n].astype(bool)
+    return values, valid
+
+
+def _numpy_dtype(type: pa.DataType) -> np.dtype:  # noqa: A002
+    return np.dtype(f"{'i' if pa.types.is_signed_integer(type) else 'u'}{type.bit_width // 8}")
+
+
+def integer_array(values, valid: np.ndarray | None = None, type: pa.DataType | None = None) -> pa.Array:  # noqa: A002
+    """An integer Arrow array (BIGINT unless `type` says) from numpy or Python values, null where `valid`
+    is False. Built from buffers: see integer_values."""
+    type = type or pa.int64()  # noqa: A001
+    values = np.ascontiguousarray(values, dtype=_numpy_dtype(type))
+    bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(type, len(values), [bitmap, pa.py_buffer(values)])
 
 
 def splitmix64(values: np.ndarray) -> np.ndarray:
@@ -41,11 +82,12 @@ def splitmix64(values: np.ndarray) -> np.ndarray:
 
 def element_hash(term_hashes: pa.Array, copies: pa.Array) -> pa.Array:
     """The base hash x of element `term#copy`: distinct, well mixed ids in [0, 2^31 - 1)."""
-    t = term_hashes.to_numpy(zero_copy_only=False).astype(np.uint64)
-    j = copies.to_numpy(zero_copy_only=False).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        mixed = splitmix64(t ^ (j * GOLDEN))
-    return pa.array((mixed % np.uint64(PRIME)).astype(np.int64))
+    t, t_valid = integer_values(term_hashes)
+    j, j_valid = integer_values(copies)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mixed = splitmix64(t.astype(np.uint64) ^ (j.astype(np.uint64) * GOLDEN))
+    valid = t_valid if j_valid is None else j_valid if t_valid is None else t_valid & j_valid
+    return integer_array((mixed % np.uint64(PRIME)).astype(np.int64), valid)
 
 
 def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:

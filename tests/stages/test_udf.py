@@ -65,3 +65,58 @@ def test_hashes_do_not_depend_on_pythonhashseed():
         for seed in ("0", "1", "12345")
     }
     assert outputs == {f"[{GOLDEN_TERMS['apple']}]\n"}
+
+
+def test_integer_values_read_slices_nulls_and_chunks():
+    array = pa.array([5, None, -3, 7, None, 9], type=pa.int32()).slice(1, 4)  # None, -3, 7, None
+    values, valid = udf.integer_values(array)
+    assert values.dtype == np.int32 and valid.tolist() == [False, True, True, False]
+    assert values[valid].tolist() == [-3, 7]
+    values, valid = udf.integer_values(pa.chunked_array([pa.array([1, 2]), pa.array([3])]))
+    assert values.tolist() == [1, 2, 3] and valid is None
+    values, _ = udf.integer_values(pa.array([2**64 - 1], type=pa.uint64()))
+    assert values.tolist() == [2**64 - 1]
+    values, valid = udf.integer_values(pa.array([1.0, None]))  # Spark's pandas path: float64 with NaN
+    assert values[0] == 1.0 and valid.tolist() == [True, False]
+
+
+def test_integer_array_round_trips_with_nulls():
+    got = udf.integer_array(np.array([4, 0, 6]), np.array([True, False, True]), pa.int32())
+    assert got.type == pa.int32() and got.to_pylist() == [4, None, 6]
+    assert udf.integer_array([1, 2]).to_pylist() == [1, 2] and udf.integer_array([]).to_pylist() == []
+
+
+def test_element_hash_of_a_null_is_null():
+    apple = GOLDEN_TERMS["apple"]
+    got = udf.element_hash(
+        pa.array([apple, None, apple]), pa.array([1, 1, None], type=pa.int32())
+    ).to_pylist()
+    assert got == [GOLDEN_ELEMENTS[("apple", 1)], None, None]
+
+
+def test_a_bags_run_does_not_import_pandas(tmp_path):
+    """pyarrow imports pandas, when installed, on its first to_numpy or pa.array (0.25 s of every run): the
+    run path builds and reads Arrow integers from buffers instead."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    rows = {"url": [f"u{i % 7}" for i in range(60)], "term": [f"t{i % 11}" for i in range(60)]}
+    pq.write_table(pa.table(rows), tmp_path / "bags.parquet")
+    # SystemExit, not ImportError: pyarrow would take an ImportError as "no pandas" and go on
+    code = f"""
+import sys
+class NoPandas:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas":
+            raise SystemExit("pandas imported")
+sys.meta_path.insert(0, NoPandas())
+from lshsql import pipeline
+from lshsql.params import Params
+summary = pipeline.run({str(tmp_path / "w")!r}, Params(weighting="none", threshold=0.5), bags={str(tmp_path / "bags.parquet")!r})
+print(summary.stages["pairs"]["rows"] >= 0)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "True"
