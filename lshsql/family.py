@@ -57,14 +57,14 @@ def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
     """lsh_tables(band, slot, hash_index) as a table, for the record and for users."""
     rows = [(band, slot, index) for band, indices in enumerate(tables) for slot, index in enumerate(indices)]
     names = ("band", "slot", "hash_index")
-    arrays = [udf.integer_array([r[i] for r in rows], type=pa.int32()) for i in range(len(names))]
+    arrays = [udf.integer_array([r[i] for r in rows], arrow_type=pa.int32()) for i in range(len(names))]
     return pa.Table.from_arrays(arrays, list(names))
 
 
 def copies(max_copies: int) -> pa.Table:
     """copies(copy_number) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
     numbers = np.arange(1, max(1, max_copies) + 1)
-    return pa.Table.from_arrays([udf.integer_array(numbers, type=pa.int32())], ["copy_number"])
+    return pa.Table.from_arrays([udf.integer_array(numbers, arrow_type=pa.int32())], ["copy_number"])
 
 
 def write(table: pa.Table, path: Path) -> Path:

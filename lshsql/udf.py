@@ -59,17 +59,18 @@ def integer_values(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nd
     return values, valid
 
 
-def _numpy_dtype(type: pa.DataType) -> np.dtype:  # noqa: A002
-    return np.dtype(f"{'i' if pa.types.is_signed_integer(type) else 'u'}{type.bit_width // 8}")
+def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
+    signed = pa.types.is_signed_integer(arrow_type)
+    return np.dtype(f"{'i' if signed else 'u'}{arrow_type.bit_width // 8}")
 
 
-def integer_array(values, valid: np.ndarray | None = None, type: pa.DataType | None = None) -> pa.Array:  # noqa: A002
-    """An integer Arrow array (BIGINT unless `type` says) from numpy or Python values, null where `valid`
-    is False. Built from buffers: see integer_values."""
-    type = type or pa.int64()  # noqa: A001
-    values = np.ascontiguousarray(values, dtype=_numpy_dtype(type))
+def integer_array(values, valid: np.ndarray | None = None, arrow_type: pa.DataType | None = None) -> pa.Array:
+    """An integer Arrow array (BIGINT unless `arrow_type` says) from numpy or Python values, null where
+    `valid` is False. Built from buffers: see integer_values."""
+    arrow_type = arrow_type or pa.int64()
+    values = np.ascontiguousarray(values, dtype=_numpy_dtype(arrow_type))
     bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(type, len(values), [bitmap, pa.py_buffer(values)])
+    return pa.Array.from_buffers(arrow_type, len(values), [bitmap, pa.py_buffer(values)])
 
 
 def splitmix64(values: np.ndarray) -> np.ndarray:
