@@ -574,6 +574,9 @@ def related(
     work: Work = Path("work"),
     limit: Annotated[int, typer.Option(help="How many related URLs.")] = 20,
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """What's Related: the URLs paired with URL, most similar first.
 
@@ -581,7 +584,7 @@ def related(
     """
     from lshsql.explore import related as find_related
 
-    _print_table(find_related(work, url, limit), format)
+    _print_table(find_related(work, url, limit, _resources(work, threads, memory_limit, max_spill)), format)
 
 
 @app.command()
@@ -591,6 +594,9 @@ def clusters(
     members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
     terms: Annotated[int, typer.Option(help="Top terms shown per cluster, as readable words (<= 10).")] = 8,
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """The largest clusters with their first members and top terms (cluster_labels: the heaviest terms by
     summed TF-IDF, each shown as the word most often written for it).
@@ -599,7 +605,8 @@ def clusters(
     """
     from lshsql.explore import top_clusters
 
-    _print_table(top_clusters(work, limit, members, terms), format)
+    resources = _resources(work, threads, memory_limit, max_spill)
+    _print_table(top_clusters(work, limit, members, terms, resources), format)
 
 
 @app.command()
@@ -649,6 +656,9 @@ def plan(
         Path | None,
         typer.Option("--work", "-w", help="A work folder with signatures: predict from its data."),
     ] = None,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Choose k and l for a threshold and show why: the S-curve, the options, and with --work the candidate
     pairs and biggest buckets expected on that data. `run` makes the same choice when -k/-l are not given.
@@ -657,7 +667,8 @@ def plan(
     """
     from lshsql.plan import plan as make_plan
 
-    for line in make_plan(threshold, num_perm, recall, banding, work, seed=seed).lines():
+    resources = _resources(work, threads, memory_limit, max_spill) if work is not None else None
+    for line in make_plan(threshold, num_perm, recall, banding, work, resources, seed).lines():
         typer.echo(line)
 
 
@@ -666,6 +677,9 @@ def explain(
     u: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
     v: Annotated[str | None, typer.Argument(help="A second URL: explain the pair.")] = None,
     work: Work = Path("work"),
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Why two URLs were paired or not (estimate, exact similarity, colliding LSH tables, shared terms, anchor
     phrases), or, for one URL, its bag, cluster and anchor phrases.
@@ -674,7 +688,11 @@ def explain(
     """
     from lshsql import explain as why
 
-    lines = why.pair_lines(why.explain_pair(work, u, v)) if v else why.url_lines(why.explain_url(work, u))
+    resources = _resources(work, threads, memory_limit, max_spill)
+    if v:
+        lines = why.pair_lines(why.explain_pair(work, u, v, resources))
+    else:
+        lines = why.url_lines(why.explain_url(work, u, resources))
     for line in lines:
         typer.echo(line)
 
@@ -835,6 +853,9 @@ def report(
     out: Annotated[
         Path | None, typer.Option(help="Where to write the HTML [default: DIR/report.html].")
     ] = None,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """Write one self-contained HTML report of the run: S-curve, similarities, cluster sizes, Table 1,
     the largest clusters, and eval figures when present.
@@ -843,7 +864,7 @@ def report(
     """
     from lshsql.report import write_report
 
-    typer.echo(str(write_report(work, out)))
+    typer.echo(str(write_report(work, out, _resources(work, threads, memory_limit, max_spill))))
 
 
 ClusterSource = Annotated[
@@ -872,6 +893,9 @@ def show(
         typer.Option(help="Print the stored HTML of this member, read back from its crawl file, instead."),
     ] = None,
     format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
 ) -> None:
     """A cluster's members with their titles, in-degrees and the crawl file and offset each page was read
     from; with --html URL, that member's page as stored in the crawl (printed as is).
@@ -881,15 +905,16 @@ def show(
     from lshsql import show as shown
 
     from_cut = _from_cut(from_)
+    resources = _resources(work, threads, memory_limit, max_spill)
     if html is not None:
-        sys.stdout.write(shown.stored_html(work, html, cluster, from_cut))
+        sys.stdout.write(shown.stored_html(work, html, cluster, from_cut, resources))
         sys.stdout.flush()
         return
-    table = shown.cluster_members(work, cluster, from_cut, limit)
+    table = shown.cluster_members(work, cluster, from_cut, limit, resources)
     if format != "table":
         _print_table(table, format)
         return
-    typer.echo(shown.heading(table, work, from_cut))
+    typer.echo(shown.heading(table, work, from_cut, resources))
     _print_table(type(table)(table.columns[2:], [row[2:] for row in table.rows]), format)
 
 
@@ -918,10 +943,9 @@ def mirrors(
     from lshsql.mirrors import likely_mirrors
     from lshsql.mirrors import mirrors as find_mirrors
 
-    path, counts = find_mirrors(
-        work, _from_cut(from_), min_shared, _resources(work, threads, memory_limit, max_spill)
-    )
-    table = likely_mirrors(work, min_jaccard, limit)
+    resources = _resources(work, threads, memory_limit, max_spill)
+    path, counts = find_mirrors(work, _from_cut(from_), min_shared, resources)
+    table = likely_mirrors(work, min_jaccard, limit, resources)
     summary = (
         f"{counts['rows']:,} pairs of hosts share >= {min_shared} clusters  ->  {path}; "
         f"{len(table.rows):,}{' shown' if limit is not None else ''} with Jaccard >= {min_jaccard:g}"

@@ -40,10 +40,10 @@ def _anchor_phrases(con, url: str) -> list[tuple[str, int]]:
     ).fetchall()
 
 
-def explain_pair(work: str | Path, u: str, v: str) -> dict:
-    """The evidence for and against pairing u and v."""
+def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | None = None) -> dict:
+    """The evidence for and against pairing u and v (DuckDB within `resources`, see explore.open_work)."""
     work = Path(work)
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         u, u_id = _url_id(con, u)
         v, v_id = _url_id(con, v)
         if u_id > v_id:
@@ -100,9 +100,9 @@ def _collided_tables(con, work: Path, agree: list[bool]) -> list[int] | None:
     return [band for band, indices in rows if all(agree[i] for i in indices)]
 
 
-def explain_url(work: str | Path, url: str) -> dict:
+def explain_url(work: str | Path, url: str, resources: db.Resources | None = None) -> dict:
     """A URL alone: its heaviest terms, its cluster and center, its pairs, and the anchor phrases for it."""
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         url, url_id = _url_id(con, url)
         terms = con.execute(
             "select terms.term, bags.weight, bags.tf, bags.df from bags inner join terms using (term_hash) "

@@ -29,14 +29,12 @@ class Table:
 
 @contextmanager
 def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection with a view for every output that exists in the work folder."""
+    """A connection with a view for every output that exists in the work folder, within `resources`
+    (default: as for `run`, half the RAM and all cores, spilling to DIR/tmp/duckdb)."""
     work = Path(work)
     if not work.is_dir():
         raise InputError(f"{work}: no such work folder")
-    resources = resources or db.Resources(
-        memory_limit="2GB", threads=2, temp_directory=str(work / "tmp" / "duckdb")
-    )
-    with db.connect(resources) as con:
+    with db.connect(resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))) as con:
         register_outputs(con, work)
         yield con
 
@@ -71,27 +69,29 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
         raise InputError(f"query failed: {' '.join(str(e).split())}") from None
 
 
-def related(work: str | Path, url: str, limit: int = 20) -> Table:
+def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources | None = None) -> Table:
     """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first."""
     work = Path(work)
     _require(work, "pairs")
     with contextlib.suppress(urls.UrlError):  # an odd URL is looked up as written
         url = urls.canonicalize(url)
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         known = db.scalar(con, "select count(*) from urls where url = $url", {"url": url})
         if not known:
             raise InputError(f"{url}: not described in this work folder (no fragment mentions it)")
         return _fetch(con, QUERIES["related"], {"url": url, "limit": limit})
 
 
-def top_clusters(work: str | Path, limit: int = 10, members: int = 5, terms: int = 8) -> Table:
+def top_clusters(
+    work: str | Path, limit: int = 10, members: int = 5, terms: int = 8, resources: db.Resources | None = None
+) -> Table:
     """The largest clusters: size, center, the readable words of their labels (the terms that weigh most in
     them, see cluster_labels) and their first members; a URL without a pair has no labels."""
     work = Path(work)
     _require(work, "clusters", "bags")
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         found = _fetch(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
-    words = cluster_labels(work, [row[2] for row in found.rows], n=terms)
+    words = cluster_labels(work, [row[2] for row in found.rows], n=terms, resources=resources)
     rows = [
         (size, center, " ".join(words[center_id]), shown) for size, center, center_id, shown in found.rows
     ]
@@ -99,7 +99,11 @@ def top_clusters(work: str | Path, limit: int = 10, members: int = 5, terms: int
 
 
 def cluster_labels(
-    work: str | Path, center_ids: list[int] | None = None, from_cut: bool = False, n: int = 8
+    work: str | Path,
+    center_ids: list[int] | None = None,
+    from_cut: bool = False,
+    n: int = 8,
+    resources: db.Resources | None = None,
 ) -> dict[int, list[str]]:
     """The labels of clusters as readable words, heaviest first: {center_id: [word, ...]}, up to n each.
 
@@ -121,8 +125,7 @@ def cluster_labels(
         "and ($all or list_contains($ids, center_id)) group by center_id order by center_id"
     )
     params = {"n": n, "all": center_ids is None, "ids": [int(i) for i in center_ids or []]}
-    resources = db.Resources(memory_limit="2GB", threads=2, temp_directory=str(work / "tmp" / "duckdb"))
-    with db.connect(resources) as con:
+    with db.connect(resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))) as con:
         if path.exists():
             con.read_parquet(str(path)).create_view("label_rows", replace=True)
         else:
@@ -137,7 +140,7 @@ def cluster_labels(
 
 def query(work: str | Path, sql: str, resources: db.Resources | None = None) -> Table:
     """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...), within
-    `resources` (default: 2 GB and 2 threads, spilling to DIR/tmp/duckdb)."""
+    `resources` (see open_work)."""
     with open_work(work, resources) as con:
         return _fetch(con, sql)
 

@@ -54,7 +54,12 @@ def mirrors(
     return out, counts
 
 
-def likely_mirrors(work: str | Path, min_jaccard: float = 0.5, limit: int | None = None) -> Table:
+def likely_mirrors(
+    work: str | Path,
+    min_jaccard: float = 0.5,
+    limit: int | None = None,
+    resources: db.Resources | None = None,
+) -> Table:
     """The pairs of DIR/mirrors.parquet (written by `mirrors`) whose Jaccard is at least `min_jaccard`,
     most alike first."""
     work = Path(work)
@@ -64,7 +69,7 @@ def likely_mirrors(work: str | Path, min_jaccard: float = 0.5, limit: int | None
         raise ParamError(f"limit must be >= 0, got {limit}")
     if not pipeline.output_path(work, "mirrors").exists():
         raise InputError(f"{work}: no mirrors.parquet yet; run `lshsql mirrors --work {work}` first")
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         result = con.execute(
             "select * from mirrors where jaccard >= $min_jaccard "
             "order by jaccard desc, shared_clusters desc, host_a, host_b limit $limit",

@@ -92,8 +92,9 @@ code { background: #f4f4f4; padding: 0 0.25em; }
 """
 
 
-def write_report(work: str | Path, out: Path | None = None) -> Path:
-    """Write the HTML report of a finished run in `work` to `out` (default `work/report.html`).
+def write_report(work: str | Path, out: Path | None = None, resources: db.Resources | None = None) -> Path:
+    """Write the HTML report of a finished run in `work` to `out` (default `work/report.html`), its queries
+    run by DuckDB within `resources` (default: as for `run`).
 
     Raises InputError when the work folder has no pairs or clusters yet.
     """
@@ -108,7 +109,7 @@ def write_report(work: str | Path, out: Path | None = None) -> Path:
     if params.get("k") is None or params.get("l") is None or params.get("threshold") is None:
         raise InputError(f"{work}: manifest.json has no run parameters; run `lshsql run --work {work}` first")
     out = Path(out) if out is not None else work / REPORT
-    page = _render(work, data, params)
+    page = _render(work, data, params, resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb")))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8", newline="\n")
     return out
@@ -117,13 +118,12 @@ def write_report(work: str | Path, out: Path | None = None) -> Path:
 # ---------------------------------------------------------------- data
 
 
-def _stats(work: Path, num_perm: int) -> dict:
+def _stats(work: Path, num_perm: int, resources: db.Resources) -> dict:
     """Pair-similarity and cluster-size histograms and a few totals, read from the Parquet files.
 
     Similarities are counted in bins of width 1/num_perm centred on the values the min-hash estimate can
     take; the estimate itself (n_agree/num_perm) is counted too when the pairs were verified."""
     pairs, clusters = str(output_path(work, "pairs")), str(output_path(work, "clusters"))
-    resources = db.Resources(memory_limit="1GB", threads=2, temp_directory=str(work / "tmp" / "duckdb"))
     with db.connect(resources) as con:
         similarity = con.execute(
             "select cast(round(similarity * $m) as bigint) as bin, count(*) from read_parquet($p) "
@@ -422,8 +422,8 @@ def _header(work: Path, data: dict, params: dict, stats: dict) -> str:
 </div>"""
 
 
-def _clusters_html(work: Path) -> str:
-    table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS)
+def _clusters_html(work: Path, resources: db.Resources) -> str:
+    table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS, resources=resources)
     rows = []
     for rank, (size, center, terms, members) in enumerate(table.rows, 1):
         items = "".join(f"<li>{_url(m)}</li>" for m in (members or "").split())
@@ -466,10 +466,10 @@ def _eval_html(evaluation: dict | str | None) -> str:
     return "\n".join(parts)
 
 
-def _render(work: Path, data: dict, params: dict) -> str:
+def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> str:
     threshold, k, l = params["threshold"], params["k"], params["l"]  # noqa: E741
     num_perm = int(params.get("num_perm") or 80)
-    stats = _stats(work, num_perm)
+    stats = _stats(work, num_perm, resources)
     scurve, recall = _scurve_svg(threshold, k, l)
     info = explore.info(work).rows
     stage_rows = [
@@ -520,7 +520,7 @@ def _render(work: Path, data: dict, params: dict) -> str:
         '<p class="caption">The biggest groups of related URLs, each with its center, the terms that '
         "weigh most in its URLs' descriptions (summed TF-IDF, each stem shown as the word most often written "
         f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order.</p>",
-        _clusters_html(work),
+        _clusters_html(work, resources),
         '<h2 id="eval">6. Evaluation</h2>',
         _eval_html(_read_eval(work)),
     ]

@@ -42,7 +42,11 @@ class StoredPage:
 
 
 def cluster_members(
-    work: str | Path, cluster: str | int, from_cut: bool = False, limit: int | None = None
+    work: str | Path,
+    cluster: str | int,
+    from_cut: bool = False,
+    limit: int | None = None,
+    resources: db.Resources | None = None,
 ) -> Table:
     """The members of a cluster in URL order: whether each is the center, whether its page was fetched,
     its title (NOT_FETCHED for a URL known only as a link target), its in-degree (links pointing to it)
@@ -57,7 +61,7 @@ def cluster_members(
     if limit is not None and limit < 0:
         raise ParamError(f"limit must be >= 0, got {limit}")
     relation = _relation(work, from_cut)
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         _ensure_pages_and_links(con)
         center_id = _center_id(con, relation, cluster)
         result = con.execute(
@@ -73,12 +77,14 @@ def cluster_members(
         return Table(columns, result.fetchall())
 
 
-def heading(table: Table, work: str | Path, from_cut: bool = False) -> str:
+def heading(
+    table: Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
+) -> str:
     """One line naming the cluster of a `cluster_members` table: its id, size and center."""
     if not table.rows:
         return "no members shown"
     row = dict(zip(table.columns, table.rows[0], strict=True))
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         center = db.scalar(
             con,
             f"select center from {_relation(Path(work), from_cut)} where center_id = $id limit 1",
@@ -88,7 +94,13 @@ def heading(table: Table, work: str | Path, from_cut: bool = False) -> str:
     return f"cluster {row['center_id']}: {row['size']} URLs{shown}, center {center}"
 
 
-def stored_html(work: str | Path, url: str, cluster: str | int | None = None, from_cut: bool = False) -> str:
+def stored_html(
+    work: str | Path,
+    url: str,
+    cluster: str | int | None = None,
+    from_cut: bool = False,
+    resources: db.Resources | None = None,
+) -> str:
     """The stored HTML of a used page, read again from its crawl file at its source_offset and decoded as
     extraction decoded it (lshsql.anchors.decode_html with the HTTP Content-Type); for JSON Lines the html
     field as written. With `cluster`, the URL must be one of its members.
@@ -98,7 +110,7 @@ def stored_html(work: str | Path, url: str, cluster: str | int | None = None, fr
     """
     work = Path(work)
     url = _canonical(url)
-    with open_work(work) as con:
+    with open_work(work, resources) as con:
         if cluster is not None:
             relation = _relation(work, from_cut)
             center_id = _center_id(con, relation, cluster)

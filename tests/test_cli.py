@@ -150,6 +150,12 @@ MAX_SPILL_COMMANDS = {
     "environment": ["example.org"],
     "mirrors": [],
     "query": ["select 1"],
+    "related": ["https://a.example/"],
+    "clusters": [],
+    "explain": ["https://a.example/"],
+    "show": ["https://a.example/"],
+    "report": [],
+    "plan": [],
 }
 
 

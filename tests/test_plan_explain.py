@@ -83,3 +83,49 @@ def test_explain_one_url(work):
 def test_explain_an_unknown_url(work):
     with pytest.raises(InputError, match="not described"):
         explain_url(work, "http://nowhere.example/")
+
+
+def test_the_query_commands_run_duckdb_with_the_resources_they_are_given(work, monkeypatch):
+    """related, clusters, explain, show, report, mirrors and plan --work take --threads, --memory-limit and
+    --max-spill as run does: every DuckDB connection they open gets them, and spills under DIR/tmp/duckdb."""
+    import duckdb
+    from typer.testing import CliRunner
+
+    from lshsql.cli import app
+
+    with duckdb.connect() as con:
+        u, v = con.execute(
+            "select u, v from read_parquet($p) order by similarity desc, u, v limit 1",
+            {"p": str(work / "pairs.parquet")},
+        ).fetchall()[0]
+        [(fetched,)] = con.execute(  # a page of the crawl, whose HTML show --html reads back
+            "select min(url) from read_parquet($pages) where url in (select url from read_parquet($clusters))",
+            {"pages": str(work / "pages.parquet"), "clusters": str(work / "clusters.parquet")},
+        ).fetchall()
+    given: list[db.Resources] = []
+    connect = db.connect
+
+    def recording_connect(resources, *args, **kwargs):
+        given.append(resources)
+        return connect(resources, *args, **kwargs)
+
+    monkeypatch.setattr(db, "connect", recording_connect)
+    commands = [
+        ["related", u],
+        ["clusters"],
+        ["explain", u],
+        ["explain", u, v],
+        ["show", fetched],
+        ["show", fetched, "--html", fetched],
+        ["report", "--out", str(work.parent / "report.html")],
+        ["mirrors", "--min-shared", "1"],
+        ["plan", "--threshold", "0.5"],
+    ]
+    for command in commands:
+        given.clear()
+        options = ["--work", str(work), "--threads", "1", "--memory-limit", "300MB", "--max-spill", "1GB"]
+        result = CliRunner().invoke(app, [*command, *options])
+        assert result.exit_code == 0, (command, result.output)
+        assert given, command
+        expected = db.Resources("300MB", 1, str(work / "tmp" / "duckdb"), "1GB")
+        assert all(resources == expected for resources in given), (command, given)
