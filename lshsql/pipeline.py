@@ -170,6 +170,9 @@ def run(
                 continue
             if only:
                 _check_inputs_current(work, stage, previous, fingerprints, only)
+                for relation in stage.reads:
+                    if relation in STAGE_NAMES and relation not in only and relation not in previous:
+                        check_user_table(work, relation, resources)
             old = previous.get(stage.name, {})
             if not force and old.get("fingerprint") == fingerprint and _output_exists(work, stage.name, old):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
@@ -216,6 +219,37 @@ def _check_inputs_current(
                 f"{output_path(work, relation)} was made with other parameters or inputs than these (or by "
                 f"another lshsql version): run `lshsql stage {relation}` first, or `lshsql run`"
             )
+
+
+def check_user_table(work: Path, relation: str, resources: db.Resources) -> None:
+    """A table the user put in the folder for a stage to read (no manifest entry): it has the documented key
+    columns (schemas.KEYS) and one row per key, or an InputError says what is wrong. Grouping the keys reads
+    the whole table once; tables lshsql wrote are not checked (their stages guarantee it)."""
+    path = output_path(work, relation)
+    if relation not in schemas.KEYS or not path.exists():
+        return  # a missing input gets the stage's own error
+    try:
+        names = set(pq.read_schema(path).names)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable Parquet file ({' '.join(str(e).split())})") from None
+    documented = ", ".join(name for name, _, _ in schemas.COLUMNS[relation])
+    with db.connect(resources) as con:
+        for key in schemas.KEYS[relation]:
+            if missing := [column for column in key if column not in names]:
+                absent = ", ".join(missing)
+                raise InputError(f"{path}: no column {absent}; a {relation} table has {documented}")
+            columns = ", ".join(key)  # names from schemas.KEYS, never from the user
+            repeated = db.scalar(
+                con,
+                f"select count(*) from (select 1 from read_parquet($path) group by {columns} "
+                "having count(*) > 1)",
+                {"path": str(path)},
+            )
+            if repeated:
+                raise InputError(
+                    f"{path}: {repeated:,} value(s) of ({columns}) are in more than one row; a {relation} "
+                    f"table has one row per ({columns})"
+                )
 
 
 def write_info(work: Path) -> Path:

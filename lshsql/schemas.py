@@ -281,6 +281,20 @@ COLUMNS["mirrors"] = [
 
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
 
+# The columns that name one row of a stage's table. A table a user brings for a stage to read is checked for
+# them (pipeline.check_user_table): a repeated url_id in signatures would repeat pairs without an error.
+KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "urls": (("url_id",), ("url",)),
+    "terms": (("term_id",), ("term",)),
+    "bags": (("url_id", "term_hash"),),
+    "element_hashes": (("term_hash", "copy_number"),),
+    "signatures": (("url_id",),),
+    "buckets": (("band", "url_id"),),
+    "candidates": (("u_id", "v_id"),),
+    "pairs": (("u_id", "v_id"),),
+    "clusters": (("url",),),
+}
+
 
 def schema(table: str) -> pa.Schema:
     """The Arrow schema of a table lshsql writes."""

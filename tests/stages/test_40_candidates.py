@@ -195,3 +195,48 @@ def test_a_stage_refuses_inputs_made_with_other_parameters(tmp_path):
     run(work, Params(weighting="none", k=4, l=8), bags=bags, only=("pairs",))
     with pytest.raises(ParamError, match=r"candidates\.parquet was made with other parameters"):
         run(work, Params(weighting="none", k=4, l=8, max_bucket=5), bags=bags, only=("pairs",))
+
+
+def test_a_table_of_ones_own_is_checked_for_its_key(tmp_path):
+    """Any stage may start from a user's table (one with no manifest entry). A signatures table that repeats
+    a url_id would repeat pairs without an error, so the stage refuses it with a one-line error naming the
+    key; one without the key column likewise. The same table without the repeat gives the run's pairs."""
+    import shutil
+
+    import duckdb
+
+    from lshsql.errors import InputError
+    from lshsql.pipeline import run
+
+    bags, work, own = near_duplicate_bags(tmp_path), tmp_path / "w", tmp_path / "own"
+    params = Params(weighting="none", k=3, l=8)
+    run(work, params, bags=bags)
+    own.mkdir()
+    for relation in ("urls", "terms", "bags"):
+        shutil.copy(work / f"{relation}.parquet", own)
+    signatures = str(work / "signatures.parquet")
+
+    def write_signatures(select: str) -> None:
+        with duckdb.connect() as con:
+            con.execute(
+                f"copy ({select}) to $out (format parquet)", {"s": signatures, "out": str(own / "s.parquet")}
+            )
+
+    write_signatures(
+        "select * from read_parquet($s) union all select * from read_parquet($s) where url_id <= 2"
+    )
+    (own / "s.parquet").replace(own / "signatures.parquet")
+    with pytest.raises(
+        InputError, match=r"signatures\.parquet: 2 value\(s\) of \(url_id\) are in more than one"
+    ):
+        run(own, params, only=("buckets", "candidates", "bucket_sizes", "pairs"))
+    write_signatures("select * exclude (url_id), url_id as id from read_parquet($s)")
+    (own / "s.parquet").replace(own / "signatures.parquet")
+    with pytest.raises(InputError, match=r"no column url_id; a signatures table has url_id, h0"):
+        run(own, params, only=("buckets",))
+    shutil.copy(signatures, own)
+    run(own, params, only=("buckets", "candidates", "bucket_sizes", "pairs"))
+    with duckdb.connect() as con:
+        pairs = "select u, v, similarity from read_parquet($p) order by all"
+        mine = con.execute(pairs, {"p": str(own / "pairs.parquet")}).fetchall()
+        assert mine and mine == con.execute(pairs, {"p": str(work / "pairs.parquet")}).fetchall()
