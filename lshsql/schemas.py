@@ -285,7 +285,7 @@ RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes fro
 # them (pipeline.check_user_table): a repeated url_id in signatures would repeat pairs without an error.
 KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "urls": (("url_id",), ("url",)),
-    "terms": (("term_id",), ("term",)),
+    "terms": (("term_id",), ("term",), ("term_hash",)),
     "bags": (("url_id", "term_hash"),),
     "element_hashes": (("term_hash", "copy_number"),),
     "signatures": (("url_id",),),
