@@ -159,6 +159,11 @@ def run(
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
+    if only:  # checked before any stage runs: a bad table of the user's own stops the call, nothing written
+        reads = dict.fromkeys(r for stage in STAGES if stage.name in only for r in stage.reads)
+        for relation in reads:
+            if relation in STAGE_NAMES and relation not in only and relation not in previous:
+                check_user_table(work, relation, resources)
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
@@ -170,9 +175,6 @@ def run(
                 continue
             if only:
                 _check_inputs_current(work, stage, previous, fingerprints, only)
-                for relation in stage.reads:
-                    if relation in STAGE_NAMES and relation not in only and relation not in previous:
-                        check_user_table(work, relation, resources)
             old = previous.get(stage.name, {})
             if not force and old.get("fingerprint") == fingerprint and _output_exists(work, stage.name, old):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}

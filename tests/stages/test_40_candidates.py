@@ -230,6 +230,7 @@ def test_a_table_of_ones_own_is_checked_for_its_key(tmp_path):
         InputError, match=r"signatures\.parquet: 2 value\(s\) of \(url_id\) are in more than one"
     ):
         run(own, params, only=("buckets", "candidates", "bucket_sizes", "pairs"))
+    assert not (own / "buckets.parquet").exists()  # checked before any stage ran
     write_signatures("select * exclude (url_id), url_id as id from read_parquet($s)")
     (own / "s.parquet").replace(own / "signatures.parquet")
     with pytest.raises(InputError, match=r"no column url_id; a signatures table has url_id, h0"):
