@@ -153,9 +153,9 @@ def _root(
 
 
 def _resources(work: Path, threads: int | None, memory_limit: str | None, max_spill: str | None):
-    from lshsql.db import Resources
+    from lshsql.db import Resources, spill_directory
 
-    kwargs = {"temp_directory": str(work / "tmp" / "duckdb"), "max_spill": max_spill}
+    kwargs = {"temp_directory": spill_directory(work), "max_spill": max_spill}
     if threads is not None:
         kwargs["threads"] = threads
     if memory_limit is not None:

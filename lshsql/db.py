@@ -49,6 +49,16 @@ class Resources:
             raise ParamError(f"max spill '{self.max_spill}' is not a size like 50GB or 512MB")
 
 
+def spill_directory(work: str | Path) -> str:
+    """Where DuckDB spills for a work folder: DIR/tmp/duckdb."""
+    return str(Path(work) / "tmp" / "duckdb")
+
+
+def for_work(work: str | Path, resources: Resources | None = None) -> Resources:
+    """`resources`, or the defaults (half the RAM, all cores) spilling to DIR/tmp/duckdb."""
+    return resources or Resources(temp_directory=spill_directory(work))
+
+
 @contextmanager
 def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator[duckdb.DuckDBPyConnection]:
     """Open DuckDB with the run's settings; always closed, which also avoids DuckDB's leak warning."""

@@ -101,7 +101,7 @@ def environment(
     out = work / "environment" / site
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     unit_work = _domain_bags(work, replace(params, unit="domain"), resources, log)
     with db.connect(resources) as con:
         udf.register(con)

@@ -87,7 +87,7 @@ def evaluate(
         raise ParamError(f"seed must be in 0..2^32-1, got {seed}")
     out = work / EVAL_DIR
     out.mkdir(parents=True, exist_ok=True)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     result: dict = {"work": str(work), "threshold": threshold, "lshsql": __version__}
     with db.connect(resources) as con:
         relations = REQUIRED + (("clusters",) if output_path(work, "clusters").exists() else ())

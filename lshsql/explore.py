@@ -34,7 +34,7 @@ def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterat
     work = Path(work)
     if not work.is_dir():
         raise InputError(f"{work}: no such work folder")
-    with db.connect(resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))) as con:
+    with db.connect(db.for_work(work, resources)) as con:
         register_outputs(con, work)
         yield con
 
@@ -125,7 +125,7 @@ def cluster_labels(
         "and ($all or list_contains($ids, center_id)) group by center_id order by center_id"
     )
     params = {"n": n, "all": center_ids is None, "ids": [int(i) for i in center_ids or []]}
-    with db.connect(resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))) as con:
+    with db.connect(db.for_work(work, resources)) as con:
         if path.exists():
             con.read_parquet(str(path)).create_view("label_rows", replace=True)
         else:

@@ -161,7 +161,7 @@ def extract(
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     work = Path(work)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     raw_dir = work / "tmp" / "extract"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)

@@ -127,7 +127,7 @@ def hierarchy(
     """
     started = time.perf_counter()
     work = Path(work)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     if pipeline_params is None:
         pipeline_params = Params(**manifest.read(work).get("requested_params", {}))
     levels: list[dict] = []
@@ -294,7 +294,7 @@ def cut(
             f"it with `lshsql hierarchy --threshold {threshold}`"
         )
     out = Path(out) if out else work / "cut.parquet"
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, {r: str(work / f"{r}.parquet") for r in ("cluster_tree", "urls")})
         rows = tree.cut(con, threshold, out)

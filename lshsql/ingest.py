@@ -163,7 +163,7 @@ def ingest(
     started = time.perf_counter()
     sources = resolve_documents(paths, params.format)
     work = Path(work)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     raw_dir = work / "tmp" / "ingest"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)

@@ -36,7 +36,7 @@ def mirrors(
         raise ParamError(f"min_shared must be >= 1, got {min_shared}")
     source = clustering_path(work, from_cut)
     out = pipeline.output_path(work, "mirrors")
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, {"clusters": str(source)})
         rows = sqlfiles.materialize(con, sqlfiles.load(SQL), {"min_shared": min_shared}, out)

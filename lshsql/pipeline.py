@@ -155,7 +155,7 @@ def run(
     requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
     params = params.resolved(from_bags=bags is not None)
-    resources = resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb"))
+    resources = db.for_work(work, resources)
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}

@@ -156,7 +156,7 @@ def plan(
             from lshsql.errors import InputError
 
             raise InputError(f"{work}: no signatures.parquet; run `lshsql run` (or `stage signatures`) first")
-        resources = resources or db.Resources(temp_directory=str(Path(work) / "tmp" / "duckdb"))
+        resources = db.for_work(work, resources)
         with db.connect(resources) as con:
             signatures, n_urls = sample_signatures(con, path, num_perm)
         if signatures is not None and signatures.shape[1] != num_perm:

@@ -109,7 +109,7 @@ def write_report(work: str | Path, out: Path | None = None, resources: db.Resour
     if params.get("k") is None or params.get("l") is None or params.get("threshold") is None:
         raise InputError(f"{work}: manifest.json has no run parameters; run `lshsql run --work {work}` first")
     out = Path(out) if out is not None else work / REPORT
-    page = _render(work, data, params, resources or db.Resources(temp_directory=str(work / "tmp" / "duckdb")))
+    page = _render(work, data, params, db.for_work(work, resources))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8", newline="\n")
     return out
