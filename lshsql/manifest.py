@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -29,6 +30,27 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
         except PackageNotFoundError:
             out[package] = "not installed"
     return tuple(out.items())
+
+
+def file_identity(path: str | Path) -> str | None:
+    """A digest of a Parquet file's size and footer (its schema, row groups and their statistics): the
+    table a stage wrote told apart from one put in its place, without reading the data. None when the file
+    is missing or not whole Parquet (truncated, say)."""
+    try:
+        with open(path, "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            if size < 12:
+                return None
+            file.seek(size - 8)
+            tail = file.read(8)
+            length = int.from_bytes(tail[:4], "little")
+            if tail[4:] != b"PAR1" or length > size - 12:
+                return None
+            file.seek(size - 8 - length)
+            footer = file.read(length)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return hashlib.sha256(size.to_bytes(8, "little") + footer).hexdigest()[:16]
 
 
 def read(work: str | Path) -> dict[str, Any]:

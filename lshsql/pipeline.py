@@ -159,10 +159,15 @@ def run(
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
+    replaced = _replaced_tables(work, previous)
     if only:  # checked before any stage runs: a bad table of the user's own stops the call, nothing written
         reads = dict.fromkeys(r for stage in STAGES if stage.name in only for r in stage.reads)
         for relation in reads:
-            if relation in STAGE_NAMES and relation not in only and relation not in previous:
+            if (
+                relation in STAGE_NAMES
+                and relation not in only
+                and (relation not in previous or relation in replaced)
+            ):
                 check_user_table(work, relation, resources)
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
@@ -172,11 +177,18 @@ def run(
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
             fingerprints[stage.name] = fingerprint
             if only and stage.name not in only:
+                if stage.name not in previous or stage.name in replaced:  # a table of the user's own
+                    fingerprints[stage.name] = _user_table_fingerprint(work, stage.name) or fingerprint
                 continue
             if only:
-                _check_inputs_current(work, stage, previous, fingerprints, only)
+                _check_inputs_current(work, stage, previous, fingerprints, only, replaced)
             old = previous.get(stage.name, {})
-            if not force and old.get("fingerprint") == fingerprint and _output_exists(work, stage.name, old):
+            if (
+                not force
+                and old.get("fingerprint") == fingerprint
+                and _output_exists(work, stage.name, old)
+                and stage.name not in replaced
+            ):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
                 continue
             if log:
@@ -192,6 +204,8 @@ def run(
                 "params": {f: getattr(params, f) for f in stage.fields},
                 **extra,
             }
+            if not extra.get("view"):
+                entry["file"] = manifest.file_identity(output_path(work, stage.name))
             manifest.record_stage(work, stage.name, entry)
             summary.stages[stage.name] = entry
     data = manifest.read(work)
@@ -204,16 +218,23 @@ def run(
 
 
 def _check_inputs_current(
-    work: Path, stage: Stage, previous: dict, fingerprints: dict[str, str], only: tuple[str, ...]
+    work: Path,
+    stage: Stage,
+    previous: dict,
+    fingerprints: dict[str, str],
+    only: tuple[str, ...],
+    replaced: set[str],
 ) -> None:
     """A stage run on its own (`only`) refuses an input an earlier stage wrote with other parameters or
     inputs than these (`lshsql stage candidates -k 6` on buckets of k = 5), rather than mixing the two.
-    A table with no manifest entry (the user's own) is taken as it is."""
+    A table with no manifest entry, or put in place of the one a stage wrote (the user's own), is taken as
+    it is."""
     for relation in stage.reads:
         recorded = previous.get(relation, {}).get("fingerprint")
         if (
             relation in STAGE_NAMES
             and relation not in only
+            and relation not in replaced
             and recorded
             and recorded != fingerprints[relation]
         ):
@@ -221,6 +242,26 @@ def _check_inputs_current(
                 f"{output_path(work, relation)} was made with other parameters or inputs than these (or by "
                 f"another lshsql version): run `lshsql stage {relation}` first, or `lshsql run`"
             )
+
+
+def _replaced_tables(work: Path, previous: dict) -> set[str]:
+    """Stage outputs that are no longer the file their stage wrote (by manifest.file_identity): a table the
+    user put in its place, or a damaged file. Their stage reruns when it is run; a stage run on its own
+    (`only`) takes them as a table of the user's own, and the stages after them rerun."""
+    return {
+        name
+        for name, entry in previous.items()
+        if name in STAGE_NAMES
+        and entry.get("file")
+        and output_path(work, name).exists()
+        and manifest.file_identity(output_path(work, name)) != entry["file"]
+    }
+
+
+def _user_table_fingerprint(work: Path, relation: str) -> str | None:
+    """A table of the user's own stands for itself: the stages reading it rerun when it changes."""
+    identity = manifest.file_identity(output_path(work, relation))
+    return f"table:{identity}" if identity else None
 
 
 def check_user_table(work: Path, relation: str, resources: db.Resources) -> None:

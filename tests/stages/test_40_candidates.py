@@ -241,3 +241,76 @@ def test_a_table_of_ones_own_is_checked_for_its_key(tmp_path):
         pairs = "select u, v, similarity from read_parquet($p) order by all"
         mine = con.execute(pairs, {"p": str(own / "pairs.parquet")}).fetchall()
         assert mine and mine == con.execute(pairs, {"p": str(work / "pairs.parquet")}).fetchall()
+
+
+def test_a_table_put_in_place_of_a_stage_output_is_the_users_own(tmp_path):
+    """A table put where a stage wrote its output is no longer the stage's (the manifest records each
+    output's size and footer). A stage run on its own takes it as the user's own: the key check applies, and
+    the stages after it rerun instead of calling their old outputs up to date. `run` makes it again."""
+    import duckdb
+
+    from lshsql.errors import InputError
+    from lshsql.pipeline import run
+
+    bags, work = near_duplicate_bags(tmp_path), tmp_path / "w"
+    params = Params(weighting="none", k=3, l=8)
+    run(work, params, bags=bags)
+    signatures, fresh = work / "signatures.parquet", tmp_path / "fresh.parquet"
+    fresh.write_bytes((work / "pairs.parquet").read_bytes())
+
+    def replace_signatures(select: str) -> None:
+        with duckdb.connect() as con:
+            con.execute(
+                f"copy ({select}) to $out (format parquet)",
+                {"s": str(signatures), "out": str(tmp_path / "s")},
+            )
+        (tmp_path / "s").replace(signatures)
+
+    def urls_in(relation: str, column: str = "url_id") -> set[int]:
+        with duckdb.connect() as con:
+            query = f"select distinct {column} from read_parquet($p)"
+            return {row[0] for row in con.execute(query, {"p": str(work / f"{relation}.parquet")}).fetchall()}
+
+    replace_signatures("select * from read_parquet($s) where url_id <= 3 order by url_id")
+    summary = run(work, params, only=("buckets", "candidates", "bucket_sizes", "pairs"))
+    assert not any(entry.get("skipped") for entry in summary.stages.values())
+    assert urls_in("buckets") <= {1, 2, 3} and urls_in("pairs", "u_id") | urls_in("pairs", "v_id") <= {
+        1,
+        2,
+        3,
+    }
+    summary = run(work, params, only=("pairs",))  # the same table again: up to date now
+    assert summary.stages["pairs"].get("skipped")
+
+    replace_signatures(
+        "select * from read_parquet($s) union all select * from read_parquet($s) where url_id = 1"
+    )
+    with pytest.raises(
+        InputError, match=r"signatures\.parquet: 1 value\(s\) of \(url_id\) are in more than one"
+    ):
+        run(work, params, only=("buckets",))
+
+    summary = run(work, params)  # the whole run makes signatures again, and everything after them
+    assert {"signatures", "buckets", "pairs"} <= {
+        n for n, e in summary.stages.items() if not e.get("skipped")
+    }
+    assert (work / "pairs.parquet").read_bytes() == fresh.read_bytes()
+
+
+def test_a_truncated_stage_output_is_made_again(tmp_path):
+    """A damaged output (here cut in half) is not up to date: `run` writes it again rather than failing on
+    it, and a stage run on its own that reads it says which file cannot be read."""
+    from lshsql.errors import InputError
+    from lshsql.pipeline import run
+
+    bags, work = near_duplicate_bags(tmp_path), tmp_path / "w"
+    params = Params(weighting="none", k=3, l=8)
+    run(work, params, bags=bags)
+    pairs, signatures = work / "pairs.parquet", work / "signatures.parquet"
+    whole = pairs.read_bytes()
+    pairs.write_bytes(whole[: len(whole) // 2])
+    summary = run(work, params)
+    assert not summary.stages["pairs"].get("skipped") and pairs.read_bytes() == whole
+    signatures.write_bytes(signatures.read_bytes()[:100])
+    with pytest.raises(InputError, match=r"signatures\.parquet: not a readable Parquet file"):
+        run(work, params, only=("buckets",))
