@@ -20,6 +20,9 @@ PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits)
 # min-hash family h(x) = ((a*x + b) mod 2^40) >> 9: a odd in [2^31, 2^32) and b < 2^32 keep a*x + b < 2^63
 FAMILY_WORD, FAMILY_SHIFT = 40, 9
 MAX_K = 32
+MAX_COPIES = (
+    1_000_000  # a term of weight q is min-hashed as q copies; tfidf/tf bags sum to --scale, so it bounds it
+)
 PLAN_RECALL = 0.95
 VERIFY_SIGMAS = 3.0
 # Cost of one LSH table (N band keys and their share of the self-join) relative to the false-positive area
@@ -59,7 +62,7 @@ class Params:
                 self.max_df is None or 0 < self.max_df <= 1,
                 f"max_df is a fraction of URLs in (0, 1], got {self.max_df}",
             ),
-            (self.scale > 0, f"scale must be positive, got {self.scale}"),
+            (0 < self.scale <= MAX_COPIES, f"scale must be in (0, {MAX_COPIES:,}], got {self.scale}"),
             (1 <= self.num_perm <= 1024, f"num_perm must be in 1..1024, got {self.num_perm}"),
             (self.signature_bytes in (3, 4), "signature bytes must be 3 or 4"),
             (self.k is None or 1 <= self.k <= MAX_K, f"k must be in 1..{MAX_K}, got {self.k}"),
@@ -67,6 +70,7 @@ class Params:
             (0 < self.threshold <= 1, f"threshold must be in (0, 1], got {self.threshold}"),
             (self.max_bucket >= 2, f"max bucket must be >= 2, got {self.max_bucket}"),
             (self.clustering in CLUSTERINGS, f"clustering must be one of {', '.join(CLUSTERINGS)}"),
+            (0 <= self.seed < 2**32, f"seed must be in 0..2^32-1, got {self.seed}"),
         ]
         for ok, message in checks:
             if not ok:

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
 from lshsql.engine import Engine, as_engine, materialize_in_parts, open_engine
 from lshsql.errors import InputError, ParamError, StageError
-from lshsql.params import Params
+from lshsql.params import MAX_COPIES, Params
 
 Log = Callable[[str], None]
 
@@ -442,6 +442,7 @@ def _register_user_bags(con, path: Path) -> None:
     (sql/10_term_counts_from_bags.sql), after user_bags(url, term, weight) of all its rows."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
+    _check_user_bags_types(path)
     engine = as_engine(con)
     if engine.name != "duckdb":
         engine.register({"user_bags_file": str(path)})
@@ -467,9 +468,54 @@ def _register_user_bags(con, path: Path) -> None:
     _create_term_counts_view(con)
 
 
+# What each column of a user's bags may hold: url and term are ids (text or integers, taken as text), a
+# weight is a number. Anything else (a list of terms, a float url, a text or boolean weight) would be cast
+# into something the user did not mean, so it is refused.
+_BAGS_COLUMN_TYPES = {
+    "url": ("text or an integer", lambda t: pa.types.is_integer(t) or _is_text(t)),
+    "term": ("text or an integer", lambda t: pa.types.is_integer(t) or _is_text(t)),
+    "weight": (
+        "a number",
+        lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t),
+    ),
+}
+
+
+def _is_text(arrow_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(arrow_type))
+    )
+
+
+def _check_user_bags_types(path: Path) -> None:
+    """The columns of a user's bags have types lshsql can take as they are (see _BAGS_COLUMN_TYPES); a file
+    pyarrow cannot read is left to the engine's own error."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, ValueError, pa.ArrowException):
+        return
+    for name, (wanted, accepts) in _BAGS_COLUMN_TYPES.items():
+        if name not in schema.names:
+            continue
+        arrow_type = schema.field(name).type
+        if pa.types.is_dictionary(arrow_type):
+            arrow_type = arrow_type.value_type
+        if not accepts(arrow_type):
+            raise InputError(f"{path}: column {name} is {arrow_type}; a bags table's {name} is {wanted}")
+
+
 def _user_bags_columns(columns) -> str:
-    """user_bags(url, term, weight) from the user's columns; weight 1 when their table has none."""
-    weight = "cast(weight as double)" if "weight" in columns else "1.0"
+    """user_bags(url, term, weight) from the user's columns; weight 1 when their table has none. A NaN
+    weight becomes infinity: Parquet writers leave NaN out of a column's min and max, and DuckDB, trusting
+    them, can decide `weight < infinity` for a whole row group, NaN rows included, without looking at them.
+    Both are counted as weight_not_finite."""
+    weight = (
+        f"case when isnan(cast(weight as double)) then {_INFINITY} else cast(weight as double) end"
+        if "weight" in columns
+        else "1.0"
+    )
     return f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
 
 
@@ -483,18 +529,33 @@ def _count_user_bags(con) -> dict[str, int]:
     statistics rule out every unusable row is counted from its metadata (instantly, where the scan of 17M
     rows took 0.5 s); otherwise one scan counts by reason."""
     engine = as_engine(con)
-    names = ("rows", "null_url", "null_term", "weight_not_positive")
-    unusable = "url is null or term is null or not coalesce(weight > 0, false)"
+    names = ("rows", "null_url", "null_term", "weight_not_positive", "weight_not_finite")
+    finite = f"weight < {_INFINITY}"  # user_bags has NaN as infinity
+    unusable = f"url is null or term is null or not coalesce(weight > 0 and {finite}, false)"
     if not engine.scalar(f"select count(*) from user_bags where {unusable}"):
-        return dict.fromkeys(names, 0) | {"rows": int(engine.scalar("select count(*) from user_bags"))}
-    counts = engine.row(
-        "select count(*) filter (where url is not null and term is not null and weight > 0), "
-        "count(*) filter (where url is null), "
-        "count(*) filter (where url is not null and term is null), "
-        "count(*) filter (where url is not null and term is not null and not coalesce(weight > 0, false)) "
-        "from user_bags"
-    )
-    return {k: int(v) for k, v in zip(names, counts, strict=True)}
+        counts = dict.fromkeys(names, 0) | {"rows": int(engine.scalar("select count(*) from user_bags"))}
+    else:
+        named = "url is not null and term is not null"
+        values = engine.row(
+            f"select count(*) filter (where {named} and weight > 0 and {finite}), "
+            "count(*) filter (where url is null), "
+            "count(*) filter (where url is not null and term is null), "
+            f"count(*) filter (where {named} and not coalesce(weight > 0, false)), "
+            f"count(*) filter (where {named} and weight > 0 and not {finite}) "
+            "from user_bags"
+        )
+        counts = {k: int(v) for k, v in zip(names, values, strict=True)}
+    too_heavy = engine.scalar(f"select count(*) from user_bags where weight > {MAX_WEIGHT:.0e} and {finite}")
+    if too_heavy:
+        raise InputError(
+            f"{too_heavy:,} row(s) of the bags table have a weight above {MAX_WEIGHT:.0e}, beyond what "
+            "lshsql adds up exactly: scale the weights down"
+        )
+    return counts
+
+
+_INFINITY = "cast('Infinity' as double)"
+MAX_WEIGHT = 1e15  # sums of weights are exact as DECIMAL(38, 12): up to 1e26, so 1e11 rows of this weight
 
 
 def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -747,7 +808,14 @@ def template_context(params: Params) -> dict:
 def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     engine = as_engine(con)
     _register(engine, work, stage.reads)
-    max_copies = engine.scalar("select max(greatest(1, cast(round(weight) as integer))) from bags") or 1
+    most = engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
+    if most > MAX_COPIES:
+        raise InputError(
+            f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "
+            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
+            "--weighting none, or use --weighting tf"
+        )
+    max_copies = int(most)
     copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
     engine.register({"copies": str(copies)})
     rows, _ = _run_sql(engine, stage, params, work, bags)

@@ -7,7 +7,8 @@
 -- The same relation from a user's bags (url, term, optional weight; the runner supplies weight 1 when the
 -- column is absent). It is a view, not a duplicate: repeated (url, term) rows stay repeated here and the bags
 -- stage adds them up (exactly, as DECIMAL). Rows with a null url or term, or a weight that is not
--- positive, cannot be part of a bag; the runner counts them per reason.
+-- positive or not finite (the runner's user_bags has NaN as infinity), cannot be part of a bag; the
+-- runner counts them per reason.
 
 with
 
@@ -17,7 +18,9 @@ final as (
         user_bags.term,
         user_bags.weight as tf
     from user_bags
-    where user_bags.url is not null and user_bags.term is not null and user_bags.weight > 0
+    where
+        user_bags.url is not null and user_bags.term is not null
+        and user_bags.weight > 0 and user_bags.weight < cast('Infinity' as double)
 )
 
 select * from final

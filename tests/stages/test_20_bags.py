@@ -418,3 +418,45 @@ def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     with pytest.raises(StageError, match="share a 63-bit term_hash"):
         run_stage(tmp_path, "terms", p)
+
+
+def test_weights_that_are_not_finite_are_counted_and_types_checked(tmp_path):
+    """NaN and infinite weights are skipped and counted as weight_not_finite, also from a file written by
+    pyarrow, whose statistics leave NaN out of the column's min and max (DuckDB trusts them). Columns of
+    another type than the schema's, and weights too large to add up or to flatten, stop with one line."""
+    import json
+
+    import pyarrow as pa
+
+    from lshsql.errors import InputError
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    for weight in (float("nan"), float("inf")):  # apart: an infinite max would make DuckDB look at NaN too
+        rows = [{"url": f"u{i}", "term": t, "weight": 1.0} for i in range(3) for t in "xyz"]
+        rows[0]["weight"] = weight
+        work = tmp_path / f"w{weight}"
+        summary = run(work, Params(weighting="none"), bags=write_table(tmp_path / f"{weight}.parquet", rows))
+        entry = json.loads((work / "manifest.json").read_text())["stages"]
+        assert entry["term_counts"]["rows_skipped"] == {"weight_not_finite": 1}
+        assert entry["bags"]["rows_read"] == 8
+        assert "term_counts: 1 rows skipped (weight_not_finite 1)" in summary.lines()
+
+    bad_tables = {
+        "term is list<element: string>; a bags table's term is text or an integer": {"term": [["x"], ["y"]]},
+        "url is double; a bags table's url is text or an integer": {"url": [1.5, 2.5]},
+        "weight is string; a bags table's weight is a number": {"weight": ["1", "2"]},
+        "weight is bool; a bags table's weight is a number": {"weight": [True, False]},
+        r"1 row\(s\) of the bags table have a weight above 1e\+15": {"weight": [1e16, 1.0]},
+    }
+    for number, (message, columns) in enumerate(bad_tables.items()):
+        table = pa.table({"url": ["a", "b"], "term": ["x", "y"]} | columns)
+        path = write_table(tmp_path / f"bad{number}.parquet", table.to_pylist(), table.schema)
+        with pytest.raises(InputError, match=message):
+            run(tmp_path / f"w{number}", Params(weighting="tf"), bags=path)
+    heavy = write_table(tmp_path / "heavy.parquet", [{"url": "a", "term": "x", "weight": 3e9}])
+    with pytest.raises(
+        InputError, match=r"a weight of 3,000,000,000 makes as many copies .* over the 1,000,000"
+    ):
+        run(tmp_path / "heavy", Params(weighting="none"), bags=heavy)
+    run(tmp_path / "light", Params(weighting="tf"), bags=heavy)  # tf bags sum to --scale

@@ -71,6 +71,11 @@ def test_resolved_defaults_depend_on_the_input():
         {"max_df": 0},
         {"max_bucket": 1},
         {"banding": True, "k": 10, "l": 10, "num_perm": 80},
+        {"seed": -1},
+        {"seed": 2**32},
+        {"scale": float("inf")},
+        {"scale": 1e300},
+        {"scale": float("nan")},
     ],
 )
 def test_bad_parameters_are_refused(bad):
