@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
+import textwrap
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -110,6 +112,26 @@ Verify = Annotated[
 ]
 Clustering = Annotated[str | None, typer.Option(help="center (the paper's CENTER) or components.")]
 
+OUTPUT_FORMATS = ("table", "csv", "json")
+
+
+def _output_format(value: str) -> str:
+    """Check --format as it is parsed, so a typo stops the command before it runs or writes anything."""
+    from lshsql.errors import ParamError
+
+    if value not in OUTPUT_FORMATS:
+        raise ParamError(f"--format must be table, csv or json, got '{value}'")
+    return value
+
+
+OutputFormat = Annotated[
+    str,
+    typer.Option(
+        help="table, csv or json (JSON Lines: one object per row; NaN and infinities as null).",
+        callback=_output_format,
+    ),
+]
+
 
 def main() -> None:
     """Entry point: run the app; domain errors become one line `lshsql: error: ...` and an exit code."""
@@ -202,6 +224,27 @@ def _extract_params(**options):
     return ExtractParams(extra_stopwords=extra, **options)
 
 
+def _kept_extract_params(work: Path, given: dict):
+    """Extraction options of `run CRAWL`: those given now, else those of the folder's last extraction (as
+    stage parameters are kept), else extract's defaults (window 8, language en, 16 buckets, 32 MB pages)."""
+    from dataclasses import fields
+
+    from lshsql import manifest
+    from lshsql.extract import ExtractParams
+
+    entry = manifest.read(work)["stages"].get("extract", {})
+    if entry.get("kind") == "documents":  # made by ingest, whose options are not extract's
+        entry = {}
+    kept = {f.name for f in fields(ExtractParams)} - {"extra_stopwords", "batch_records"}
+    options = {name: value for name, value in entry.get("params", {}).items() if name in kept}
+    options |= {name: value for name, value in given.items() if name in kept and value is not None}
+    if given["max_page_mb"] is not None:
+        options["max_page_bytes"] = int(given["max_page_mb"] * 2**20)
+    extra = given["extra_stopwords"]
+    words = _stopword_file(extra) if extra is not None else frozenset(entry.get("extra_stopword_words", ()))
+    return ExtractParams(extra_stopwords=words, **options)
+
+
 PIPELINE_OPTIONS = (
     "unit", "aliases", "threshold", "weighting", "min_df", "max_df", "scale", "num_perm", "signature_bytes",
     "k", "l", "banding", "seed", "max_bucket", "verify", "clustering",
@@ -225,21 +268,39 @@ def _params(work: Path, given: dict):
     return Params(**{**saved, **given})
 
 
-def _print_table(table, fmt: str = "table") -> None:
+def _json_value(value: object) -> object:
+    """`value` as JSON can hold it: NaN and infinities (which json.dumps writes as invalid NaN/Infinity
+    tokens, as DuckDB's to_json does) become null, also inside lists and structs; map keys become strings."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _print_table(table, fmt: str = "table", wrap_last: bool = False) -> None:
+    """Print a Table as aligned text (cells cut at 100 characters, or with `wrap_last` the last column
+    wrapped onto more lines), as CSV, or as JSON Lines (one object per row, column names as keys)."""
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(table.columns)
         writer.writerows(table.rows)
     elif fmt == "json":
         for row in table.rows:
-            typer.echo(
-                json.dumps(dict(zip(table.columns, row, strict=True)), default=str, ensure_ascii=False)
-            )
+            record = {name: _json_value(v) for name, v in zip(table.columns, row, strict=True)}
+            typer.echo(json.dumps(record, default=str, ensure_ascii=False, allow_nan=False))
     else:
         cells = [table.columns, *[["" if v is None else str(v) for v in row] for row in table.rows]]
         widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(table.columns))]
+        indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
         for n, row in enumerate(cells):
-            typer.echo("  ".join(v[:100].ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+            last = textwrap.wrap(row[-1], 100, break_on_hyphens=False) if wrap_last and row[-1] else [row[-1]]
+            line = "  ".join(v[:100].ljust(w) for v, w in zip([*row[:-1], last[0]], widths, strict=True))
+            typer.echo(line.rstrip())
+            for more in last[1:]:
+                typer.echo(indent + more)
             if n == 0:
                 typer.echo("  ".join("-" * w for w in widths))
 
@@ -429,9 +490,8 @@ def _run(
         if crawl:
             from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
 
-            summary = extract_if_changed(
-                crawl, work, _extract_params(**extract_options), resources, _progress(quiet), force, **options
-            )
+            params = _kept_extract_params(work, extract_options)
+            summary = extract_if_changed(crawl, work, params, resources, _progress(quiet), force, **options)
             if summary and not quiet:
                 typer.echo("\n".join(summary.lines()), err=True)
         only = (stage_name,) if stage_name else None
@@ -474,17 +534,17 @@ def run(
     max_bucket: MaxBucket = None,
     verify: Verify = None,
     clustering: Clustering = None,
-    window: Window = 8,
-    language: Language = "en",
-    stem: Stem = True,
-    stopwords: Stopwords = True,
+    window: Window = None,
+    language: Language = None,
+    stem: Stem = None,
+    stopwords: Stopwords = None,
     extra_stopwords: ExtraStopwords = None,
-    content: Content = False,
-    buckets: Buckets = 16,
+    content: Content = None,
+    buckets: Buckets = None,
     base_url: BaseUrl = None,
-    sort_query: SortQuery = False,
-    strip_tracking: StripTracking = False,
-    max_page_mb: MaxPageMb = 32.0,
+    sort_query: SortQuery = None,
+    strip_tracking: StripTracking = None,
+    max_page_mb: MaxPageMb = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -573,7 +633,7 @@ def related(
     url: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
     work: Work = Path("work"),
     limit: Annotated[int, typer.Option(help="How many related URLs.")] = 20,
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -593,7 +653,7 @@ def clusters(
     limit: Annotated[int, typer.Option(help="How many clusters, largest first.")] = 10,
     members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
     terms: Annotated[int, typer.Option(help="Top terms shown per cluster, as readable words (<= 10).")] = 8,
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -615,7 +675,7 @@ def query(
         str, typer.Argument(help="SQL over pages, links, fragments, urls, bags, pairs, clusters, ...")
     ],
     work: Work = Path("work"),
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -632,7 +692,7 @@ def query(
 @app.command()
 def info(
     work: Work = Path("work"),
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
 ) -> None:
     """Counts, parameters and per-stage timings of the run in the work folder (the paper's Table 1).
 
@@ -640,7 +700,7 @@ def info(
     """
     from lshsql.explore import info as run_info
 
-    _print_table(run_info(work), format)
+    _print_table(run_info(work), format, wrap_last=True)
 
 
 @app.command()
@@ -892,7 +952,7 @@ def show(
         str | None,
         typer.Option(help="Print the stored HTML of this member, read back from its crawl file, instead."),
     ] = None,
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -929,7 +989,7 @@ def mirrors(
         float, typer.Option(help="Print the pairs whose cluster sets have at least this Jaccard.")
     ] = 0.5,
     limit: Annotated[int | None, typer.Option(help="Pairs printed [all].")] = None,
-    format: Annotated[str, typer.Option(help="table, csv or json.")] = "table",
+    format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,

@@ -7,23 +7,26 @@ pairs and clusters (what the run decided), and links (the anchor phrases other p
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
-from lshsql import db, urls
-from lshsql.errors import InputError
-from lshsql.explore import open_work
+import duckdb
+
+from lshsql import db
+from lshsql.errors import InputError, ParamError
+from lshsql.explore import _require, find_url, open_work, unreadable
 
 TOP = 10
+# What each explanation reads, in the order a run makes them: the first missing one is named.
+PAIR_READS = ("urls", "terms", "bags", "signatures", "candidates", "pairs", "clusters")
+URL_READS = ("urls", "terms", "bags", "pairs", "clusters")
 
 
 def _url_id(con, url: str) -> tuple[str, int]:
-    with contextlib.suppress(urls.UrlError):
-        url = urls.canonicalize(url)
-    rows = con.execute("select url_id from urls where url = $url", {"url": url}).fetchall()
-    if not rows:
-        raise InputError(f"{url}: not described in this work folder (no fragment mentions it)")
-    return url, rows[0][0]
+    """The URL as the urls table has it (as given, else canonicalized; see explore.find_url) and its id."""
+    found = find_url(con, url)
+    if found is None:
+        raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+    return found, db.scalar(con, "select url_id from urls where url = $url", {"url": found})
 
 
 def _has(con, relation: str) -> bool:
@@ -44,8 +47,11 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
     """The evidence for and against pairing u and v (DuckDB within `resources`, see explore.open_work)."""
     work = Path(work)
     with open_work(work, resources) as con:
+        _require(work, *PAIR_READS)
         u, u_id = _url_id(con, u)
         v, v_id = _url_id(con, v)
+        if u_id == v_id:
+            raise ParamError(f"the two URLs are the same, {u}: give two different URLs, or one to explain it")
         if u_id > v_id:
             (u, u_id), (v, v_id) = (v, v_id), (u, u_id)
         signatures = {
@@ -54,8 +60,9 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
                 "select * from signatures where url_id in ($u, $v)", {"u": u_id, "v": v_id}
             ).fetchall()
         }
-        if len(signatures) < 2:
-            raise InputError("one of the two URLs has no bag (all its terms were dropped), so no signature")
+        unsigned = [url for url, url_id in ((u, u_id), (v, v_id)) if url_id not in signatures]
+        if unsigned:
+            raise InputError(f"{unsigned[0]}: no bag (all its terms were dropped), so no signature")
         agree = [a == b for a, b in zip(signatures[u_id], signatures[v_id], strict=True)]
         tables = _collided_tables(con, work, agree)
         shared = con.execute(SHARED_TERMS, {"u": u_id, "v": v_id}).fetchall()
@@ -93,16 +100,20 @@ def _collided_tables(con, work: Path, agree: list[bool]) -> list[int] | None:
     path = work / "family" / "lsh_tables.parquet"
     if not path.exists():
         return None
-    rows = con.execute(
-        "select band, list(hash_index order by slot) from read_parquet($p) group by band order by band",
-        {"p": str(path)},
-    ).fetchall()
+    try:
+        rows = con.execute(
+            "select band, list(hash_index order by slot) from read_parquet($p) group by band order by band",
+            {"p": str(path)},
+        ).fetchall()
+    except duckdb.Error as e:
+        raise InputError(unreadable(path, e, f"rerun `lshsql run --work {work} --force`")) from None
     return [band for band, indices in rows if all(agree[i] for i in indices)]
 
 
 def explain_url(work: str | Path, url: str, resources: db.Resources | None = None) -> dict:
     """A URL alone: its heaviest terms, its cluster and center, its pairs, and the anchor phrases for it."""
     with open_work(work, resources) as con:
+        _require(Path(work), *URL_READS)
         url, url_id = _url_id(con, url)
         terms = con.execute(
             "select terms.term, bags.weight, bags.tf, bags.df from bags inner join terms using (term_hash) "

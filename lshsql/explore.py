@@ -14,9 +14,15 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, labels, manifest, urls
-from lshsql.errors import InputError
-from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
+from lshsql import db, labels, manifest, pipeline, schemas, urls
+from lshsql.errors import InputError, StageError
+from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, output_path
+
+# The command that writes an output that `lshsql run` does not (extract's outputs are the default).
+WRITTEN_BY = {
+    "labels": "ingest", "merges": "hierarchy", "cluster_tree": "hierarchy", "cut": "cut", "cut_labels": "cut",
+    "mirrors": "mirrors",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -30,13 +36,66 @@ class Table:
 @contextmanager
 def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection with a view for every output that exists in the work folder, within `resources`
-    (default: as for `run`, half the RAM and all cores, spilling to DIR/tmp/duckdb)."""
+    (default: as for `run`, half the RAM and all cores, spilling to DIR/tmp/duckdb). An unreadable output
+    fails only a query that reads it, with a one-line InputError naming its file (see _register_outputs)."""
     work = Path(work)
     if not work.is_dir():
         raise InputError(f"{work}: no such work folder")
     with db.connect(db.for_work(work, resources)) as con:
-        register_outputs(con, work)
-        yield con
+        unreadable = _register_outputs(con, work)
+        try:
+            yield con
+        except (duckdb.Error, InputError) as e:  # InputError: _fetch's "query failed: ..." of such a view
+            text = str(e)
+            message = next((m for token, m in unreadable.items() if token in text), None)
+            if message is None:
+                raise
+            raise InputError(message) from None
+
+
+def _register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, str]:
+    """pipeline.register_outputs, except that an output DuckDB cannot open (a truncated file) gets a view
+    with its documented columns that raises an error when read, so a command that does not read it still
+    works. Returns, per such view, the token its error carries and the one-line message it stands for."""
+    messages = {}
+    for relation in CATALOG_RELATIONS:
+        try:
+            pipeline._register(con, work, (relation,))
+        except (InputError, StageError):  # not made yet (or the --bags table is gone): no view, as there
+            continue
+        except duckdb.Error as e:
+            path = work / "fragments" if relation == "fragments" else output_path(work, relation)
+            token = f"lshsql: unreadable output {relation}"  # the SQL holds no text of the user's (the path)
+            messages[token] = unreadable(path, e, _remake(work, relation))
+            _failing_view(con, relation, token)
+    return messages
+
+
+def unreadable(path: Path, error: Exception, remake: str) -> str:
+    """The one-line message for a Parquet file of the work folder that DuckDB cannot read."""
+    return f"{path}: not a readable Parquet file ({db.error_message(error)[:200]}); {remake}"
+
+
+def _remake(work: Path, relation: str) -> str:
+    if relation in STAGE_NAMES:
+        return f"rerun `lshsql run --work {work} --force`"
+    return f"rerun `lshsql {WRITTEN_BY.get(relation, 'extract')}` for {work}"
+
+
+def _failing_view(con: duckdb.DuckDBPyConnection, relation: str, token: str) -> None:
+    """A view named `relation` that raises `token` when read. Every column is error(token) too, so a
+    filter DuckDB pushes into the scan cannot skip the error (a filtered constant row could)."""
+    literal = f"'{token}'"  # an internal name only
+    select = f"error({literal}) as unreadable"  # bucket_sizes has no documented columns
+    if relation in schemas.COLUMNS:
+        typed = con.from_arrow(schemas.schema(relation).empty_table())  # DuckDB's names of the Arrow types
+        select = ", ".join(
+            f'cast(error({literal}) as {t}) as "{c}"' for c, t in zip(typed.columns, typed.types, strict=True)
+        )
+    con.execute(
+        f"create or replace temp view {relation} as "
+        f"select {select} from range(1) where error({literal}) is null"
+    ).fetchall()
 
 
 def _require(work: Path, *relations: str) -> None:
@@ -72,14 +131,29 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
 def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources | None = None) -> Table:
     """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first."""
     work = Path(work)
-    _require(work, "pairs")
-    with contextlib.suppress(urls.UrlError):  # an odd URL is looked up as written
-        url = urls.canonicalize(url)
     with open_work(work, resources) as con:
-        known = db.scalar(con, "select count(*) from urls where url = $url", {"url": url})
-        if not known:
-            raise InputError(f"{url}: not described in this work folder (no fragment mentions it)")
-        return _fetch(con, QUERIES["related"], {"url": url, "limit": limit})
+        _require(work, "urls", "pairs", "clusters")
+        found = find_url(con, url)
+        if found is None:
+            raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+        return _fetch(con, QUERIES["related"], {"url": found, "limit": limit})
+
+
+def canonical(url: str) -> str:
+    """The URL canonicalized as extraction does; an odd URL (or a document id) as written."""
+    with contextlib.suppress(urls.UrlError):
+        return urls.canonicalize(url)
+    return url
+
+
+def find_url(con: duckdb.DuckDBPyConnection, url: str, relation: str = "urls") -> str | None:
+    """The url of `relation` that `url` names: as given first (ids of a --bags table are stored as
+    written), else canonicalized; None when it has neither."""
+    rows = con.execute(
+        f"select url from {relation} where url in ($url, $canonical) order by url = $url desc limit 1",
+        {"url": url, "canonical": canonical(url)},
+    ).fetchall()
+    return rows[0][0] if rows else None
 
 
 def top_clusters(
@@ -140,9 +214,38 @@ def cluster_labels(
 
 def query(work: str | Path, sql: str, resources: db.Resources | None = None) -> Table:
     """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...), within
-    `resources` (see open_work)."""
+    `resources` (see open_work). Repeated column names are made unique as DuckDB names the columns of a
+    subquery (a, a_1); a statement without a result set returns DuckDB's Count or Success column."""
     with open_work(work, resources) as con:
-        return _fetch(con, sql)
+        if not _has_statement(con, sql):
+            raise InputError("no SQL statement given")
+        found = _fetch(con, sql)
+    return Table(unique_names(found.columns), found.rows)
+
+
+def _has_statement(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
+    """Whether `sql` holds a statement: DuckDB runs '', ';' or a comment as nothing and returns no result.
+    SQL that does not parse counts as a statement, so that running it reports the syntax error."""
+    try:
+        return bool(con.extract_statements(sql))
+    except duckdb.Error:
+        return True
+
+
+def unique_names(columns: list[str]) -> list[str]:
+    """Column names made unique as DuckDB does for a subquery: a repeated name (compared ignoring case)
+    gets the next free suffix _1, _2, ... counted per name, so a, a, A become a, a_1, A_2."""
+    counts: dict[str, int] = {}
+    names = []
+    for name in columns:
+        if name.lower() in counts:
+            while f"{name}_{counts[name.lower()] + 1}".lower() in counts:
+                counts[name.lower()] += 1
+            counts[name.lower()] += 1
+            name = f"{name}_{counts[name.lower()]}"
+        counts[name.lower()] = 0
+        names.append(name)
+    return names
 
 
 def info(work: str | Path) -> Table:
@@ -163,10 +266,24 @@ def _rows_of(name: str, entry: dict) -> int | None:
 
 
 def _details(entry: dict) -> str:
-    skip = {"fingerprint", "rows", "seconds", "params", "counts", "inputs"}
-    parts = [f"{k}={v}" for k, v in sorted(entry.items()) if k not in skip and not isinstance(v, dict)]
-    parts += [f"{k}={v}" for k, v in sorted(entry.get("params", {}).items())]
+    """The entry's counts, then its parameters, as k=v; nested counts flattened (skipped.read_error=3), so
+    the skip accounting of extract, term_counts and bags shows beside the totals it explains."""
+    skip = {"fingerprint", "rows", "seconds", "params", "counts", "inputs", "file", "extra_stopword_words"}
+    counts = {k: v for k, v in entry.items() if k not in skip} | entry.get("counts", {})
+    parts = [f"{k}={v}" for k, v in sorted(_flatten(counts))]
+    parts += [f"{k}={v}" for k, v in sorted(_flatten(entry.get("params", {})))]
     return ", ".join(parts)
+
+
+def _flatten(values: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """The leaves of nested dicts, named by their dotted path."""
+    leaves = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            leaves += _flatten(value, f"{prefix}{key}.")
+        else:
+            leaves.append((f"{prefix}{key}", value))
+    return leaves
 
 
 QUERIES = {

@@ -639,6 +639,7 @@ def _record(work: Path, sources: list[Source], params: ExtractParams, summary: E
     entry = {
         "fingerprint": fingerprint(sources, params),
         "params": params.to_json(),
+        "extra_stopword_words": sorted(params.extra_stopwords),  # params keep a digest; run reuses them
         "inputs": _inputs(sources),
         "counts": counts,
         "seconds": round(summary.seconds, 3),

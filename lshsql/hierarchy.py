@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree
 from lshsql.engine import Engine, open_engine
 from lshsql.errors import InputError, ParamError
-from lshsql.params import Params
+from lshsql.params import MAX_K, Params
 
 METHODS = ("lsh", "exact")
 UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
@@ -51,6 +51,11 @@ class HierarchyParams:
             (0 < self.threshold <= 1, f"threshold must be in (0, 1], got {self.threshold}"),
             (self.r_min >= 1, f"r_min must be >= 1, got {self.r_min}"),
             (self.r_start >= self.r_min, f"r_start ({self.r_start}) must be >= r_min ({self.r_min})"),
+            (
+                self.r_min <= MAX_K,
+                f"r_min must be at most {MAX_K} (a band of r rows is an LSH key of r min-hashes), "
+                f"got {self.r_min}",
+            ),
             (self.delta >= 1, f"delta must be >= 1, got {self.delta}"),
             (self.method in METHODS, f"method must be one of {', '.join(METHODS)}"),
             (self.max_bucket >= 2, f"max bucket must be >= 2, got {self.max_bucket}"),
@@ -60,10 +65,11 @@ class HierarchyParams:
                 raise ParamError(message)
 
     def levels(self, num_perm: int) -> list[int]:
-        """The band sizes r of the rounds, largest first; r never exceeds m (one band of all rows)."""
+        """The band sizes r of the rounds, largest first; r never exceeds m (one band of all rows) nor the
+        MAX_K min-hashes a band key holds."""
         if self.method == "exact":
             return []
-        return list(range(min(self.r_start, num_perm), self.r_min - 1, -self.delta))
+        return list(range(min(self.r_start, num_perm, MAX_K), self.r_min - 1, -self.delta))
 
     def level_threshold(self, r: int, num_perm: int) -> float:
         """The similarity a pair needs at band size r: t, or with level_thresholds the S-curve's midpoint

@@ -10,7 +10,6 @@ as extraction did, so the text is the page as it was parsed.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import zlib
@@ -21,7 +20,7 @@ import duckdb
 
 from lshsql import db, manifest, sources, urls
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import Table, clustering_path, open_work
+from lshsql.explore import Table, canonical, clustering_path, find_url, open_work
 
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
@@ -109,7 +108,7 @@ def stored_html(
         >>> print(stored_html("work/example", "https://www.python.org/")[:80])  # doctest: +SKIP
     """
     work = Path(work)
-    url = _canonical(url)
+    url = canonical(url)
     with open_work(work, resources) as con:
         if cluster is not None:
             relation = _relation(work, from_cut)
@@ -152,21 +151,12 @@ def _relation(work: Path, from_cut: bool) -> str:
     return clustering_path(work, from_cut).stem
 
 
-def _canonical(url: str) -> str:
-    with contextlib.suppress(urls.UrlError):  # an odd URL (or a document id) is looked up as written
-        return urls.canonicalize(url)
-    return url
-
-
 def _center_id(con: duckdb.DuckDBPyConnection, relation: str, cluster: str | int) -> int:
     """The center_id of a cluster given by its id, or by the URL of its center or of any member."""
     text = str(cluster).strip()
-    rows = con.execute(  # a member's URL (or document id, which may look like a number) comes first
-        f"select center_id from {relation} where url in ($url, $canonical) order by url = $url desc limit 1",
-        {"url": text, "canonical": _canonical(text)},
-    ).fetchall()
-    if rows:
-        return rows[0][0]
+    member = find_url(con, text, relation)  # a member's URL (or document id, maybe a number) comes first
+    if member is not None:
+        return db.scalar(con, f"select center_id from {relation} where url = $url limit 1", {"url": member})
     if text.isdigit() and db.scalar(
         con, f"select count(*) from {relation} where center_id = $id", {"id": int(text)}
     ):

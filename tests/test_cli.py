@@ -196,3 +196,29 @@ def test_query_runs_with_the_resources_it_is_given(tmp_path):
         shown = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
     assert (threads, memory) == ("1", shown)
     assert temp == str(tmp_path / "w" / "tmp" / "duckdb")
+
+
+def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
+    """Options not given keep the values of the last run in the folder: extraction's too. A second `run`
+    without --window, --buckets or --extra-stopwords does not extract again with the defaults; one giving
+    another window does."""
+    import json
+
+    (tmp_path / "stop.txt").write_text("python\n")
+    work = tmp_path / "w"
+
+    def extraction() -> dict:
+        return json.loads((work / "manifest.json").read_text())["stages"]["extract"]
+
+    first = ["run", str(EXAMPLE_CRAWL), "--work", str(work), "-q", "--threads", "1"]
+    options = ["--window", "2", "--buckets", "1", "--extra-stopwords", str(tmp_path / "stop.txt")]
+    assert lshsql(*first, *options).returncode == 0
+    made = extraction()
+    assert made["params"]["window"] == 2 and made["extra_stopword_words"] == ["python"]
+    result = lshsql(*first, "--threshold", "0.3")
+    assert result.returncode == 0, result.stderr
+    assert extraction() == made  # not extracted again
+    assert lshsql(*first, "--window", "3").returncode == 0
+    again = extraction()
+    assert again["params"]["window"] == 3 and again["params"]["buckets"] == 1
+    assert again["extra_stopword_words"] == ["python"]

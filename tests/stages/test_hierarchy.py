@@ -22,12 +22,14 @@ RESOURCES = db.Resources(memory_limit="1GB", threads=2)
 def test_levels_shrink_from_r_start_to_r_min():
     assert HierarchyParams(r_start=10, r_min=4, delta=2).levels(80) == [10, 8, 6, 4]
     assert HierarchyParams(r_start=9, r_min=4, delta=2).levels(80) == [9, 7, 5]
-    assert HierarchyParams(r_start=100, r_min=79, delta=1).levels(80) == [
-        80,
-        79,
+    assert HierarchyParams(r_start=100, r_min=19, delta=1).levels(20) == [
+        20,
+        19,
     ]  # one band of m rows at most
+    assert HierarchyParams(r_start=100, r_min=30, delta=1).levels(80) == [32, 31, 30]  # keys of 32 at most
     assert HierarchyParams(method="exact").levels(80) == []
-    for bad in ({"r_min": 0}, {"r_start": 2, "r_min": 3}, {"delta": 0}, {"threshold": 0}, {"method": "x"}):
+    bad_ones = ({"r_min": 0}, {"r_start": 2, "r_min": 3}, {"delta": 0}, {"threshold": 0}, {"method": "x"})
+    for bad in (*bad_ones, {"r_start": 40, "r_min": 33}):
         with pytest.raises(ParamError):
             HierarchyParams(**bad)
 

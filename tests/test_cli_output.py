@@ -1,0 +1,175 @@
+"""The CLI's printed results: --format is checked, info shows the skip accounting, query's JSON is valid."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lshsql.cli import app
+from lshsql.explore import unique_names
+from tests.conftest import shared, write_table
+
+
+def lshsql(*args: str) -> subprocess.CompletedProcess:
+    """Run the real entry point in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def strict_json(line: str):
+    """json.loads that refuses NaN and Infinity, which Python's json accepts but JSON does not."""
+
+    def refuse(token: str):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("lshsql: error: ")
+    return result.stderr.strip()
+
+
+@pytest.fixture(scope="module")
+def bags_work(tmp_path_factory) -> Path:
+    """A run from a bags table with a weight of 0 and a null term (rows_skipped) and terms in every URL
+    (rows_dropped)."""
+    folder = tmp_path_factory.mktemp("bags")
+    rows = [
+        {"url": "https://a.example/", "term": "x", "weight": 1.0},
+        {"url": "https://a.example/", "term": "y", "weight": 0.0},
+        {"url": "https://b.example/", "term": "x", "weight": 1.0},
+        {"url": "https://b.example/", "term": None, "weight": 1.0},
+        {"url": "https://b.example/", "term": "y", "weight": 2.0},
+    ]
+    table = write_table(folder / "t.parquet", rows)
+    result = lshsql("run", "--bags", str(table), "--work", str(folder / "w"), "-q")
+    assert result.returncode == 0, result.stderr
+    return folder / "w"
+
+
+def details(work: Path) -> dict[str, dict[str, str]]:
+    """info --format json: {stage: {key: value}} of each stage's details."""
+    result = lshsql("info", "--work", str(work), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = [strict_json(line) for line in result.stdout.splitlines()]
+    return {
+        row["stage"]: dict(item.partition("=")[::2] for item in row["details"].split(", ")) for row in rows
+    }
+
+
+# the commands with an output --format, with the arguments that make them succeed on bags_work
+FORMAT_COMMANDS = {
+    "related": ["https://a.example/"],
+    "clusters": [],
+    "query": ["select 1"],
+    "info": [],
+    "mirrors": [],
+    "show": ["https://a.example/"],
+}
+
+
+def test_the_format_commands_are_all_listed():
+    with_format = {
+        command.name or command.callback.__name__
+        for command in app.registered_commands
+        if "format" in inspect.signature(command.callback).parameters
+    }
+    assert with_format - {"ingest"} == set(FORMAT_COMMANDS)  # ingest's --format is its input's
+
+
+@pytest.mark.parametrize("command", sorted(FORMAT_COMMANDS))
+def test_an_unknown_format_is_refused_in_one_line(bags_work, command):
+    result = lshsql(command, *FORMAT_COMMANDS[command], "--work", str(bags_work), "--format", "xml")
+    assert one_line_error(result) == "lshsql: error: --format must be table, csv or json, got 'xml'"
+    assert result.stdout == ""
+
+
+def test_info_shows_the_skipped_rows_of_term_counts_and_the_dropped_rows_of_bags(bags_work):
+    found = details(bags_work)
+    assert found["term_counts"]["rows_skipped.weight_not_positive"] == "1"
+    assert found["term_counts"]["rows_skipped.null_term"] == "1"
+    bags = found["bags"]
+    dropped = sum(int(v) for k, v in bags.items() if k.startswith("rows_dropped."))
+    assert dropped > 0 and int(bags["rows_read"]) == int(bags["rows_used"]) + dropped
+
+
+@pytest.fixture(scope="module")
+def noisy_work(tmp_path_factory) -> Path:
+    """An extract of the noisy fixture crawl, whose records are skipped for several reasons."""
+    work = tmp_path_factory.mktemp("noisy") / "w"
+    crawl = shared("crawls", "fixture-small.noisy.warc.gz")
+    result = lshsql("extract", str(crawl), "--work", str(work), "-q")
+    assert result.returncode == 0, result.stderr
+    return work
+
+
+def test_info_accounts_for_every_record_extract_read(noisy_work):
+    extract = details(noisy_work)["extract"]
+    assert "records_read" in extract and "pages_used" in extract, extract
+    skipped = {k: int(v) for k, v in extract.items() if k.startswith("skipped.")}
+    assert len(skipped) >= 3
+    assert int(extract["records_read"]) == int(extract["pages_used"]) + sum(skipped.values())
+    counts = json.loads((noisy_work / "manifest.json").read_text())["stages"]["extract"]["counts"]
+    assert skipped == {f"skipped.{reason}": n for reason, n in counts["skipped"].items()}
+
+
+def test_info_table_and_csv_show_all_the_details(noisy_work):
+    """The table wraps the details instead of cutting them at 100 characters."""
+    items = [f"{k}={v}" for k, v in details(noisy_work)["extract"].items()]
+    table = lshsql("info", "--work", str(noisy_work)).stdout
+    assert all(item in table.split() or item + "," in table.split() for item in items)
+    csv_out = lshsql("info", "--work", str(noisy_work), "--format", "csv").stdout
+    assert all(item in csv_out for item in items)
+
+
+def test_query_json_keeps_repeated_column_names_apart(tmp_path):
+    sql = "select 1 as a, 2 as a, 3 as A"
+    result = lshsql("query", sql, "--work", str(tmp_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert strict_json(result.stdout) == {"a": 1, "a_1": 2, "A_2": 3}
+    csv_out = lshsql("query", sql, "--work", str(tmp_path), "--format", "csv").stdout
+    assert csv_out.splitlines() == ["a,a_1,A_2", "1,2,3"]
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [["a", "a"], ["a", "A", "a"], ["a", "a", "a_1"], ["a_1", "a", "a"], ["x", "y", "X", "x_1", "x", "y"]],
+)
+def test_repeated_column_names_are_made_unique_as_duckdb_names_a_subquery(columns):
+    sql = "select * from (select " + ", ".join(f'{i} as "{c}"' for i, c in enumerate(columns)) + ")"
+    with duckdb.connect() as con:
+        named = [d[0] for d in con.execute(sql).description]
+    assert unique_names(columns) == named
+
+
+def test_query_json_writes_nan_and_infinity_as_null(tmp_path):
+    sql = (
+        "select 'nan'::double as n, 'inf'::double as i, ['-inf'::double, 1.5] as l, "
+        "{'x': 'nan'::double} as s, 2.5::double as f"
+    )
+    result = lshsql("query", sql, "--work", str(tmp_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert strict_json(result.stdout) == {"n": None, "i": None, "l": [None, 1.5], "s": {"x": None}, "f": 2.5}
+
+
+@pytest.mark.parametrize("sql", ["", ";", "   ", "/* nothing */ ;"])
+def test_query_without_a_statement_is_one_line(tmp_path, sql):
+    result = lshsql("query", sql, "--work", str(tmp_path))
+    assert one_line_error(result) == "lshsql: error: no SQL statement given"
+
+
+def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path):
+    result = lshsql("query", "create temp table x as select 1", "--work", str(tmp_path), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["Count", "1"]
