@@ -14,14 +14,19 @@ banding) only, so a run can be repeated exactly.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql import udf
-from lshsql.params import Params
+
+if TYPE_CHECKING:  # params' planner draws the tables too (random_tables)
+    from lshsql.params import Params
 
 COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change when m changes coefficients
 TABLE_STREAM = 1
@@ -48,9 +53,15 @@ def lsh_tables(params: Params) -> list[list[int]]:
     k, l, m = params.k, params.l, params.num_perm  # noqa: E741
     if params.banding:
         return [list(range(band * k, band * k + k)) for band in range(l)]
-    rng = np.random.default_rng([params.seed, TABLE_STREAM])
-    # k distinct indices per table (a repeated index would add nothing to the key); tables may overlap.
-    return [sorted(int(i) for i in rng.choice(m, size=min(k, m), replace=False)) for _ in range(l)]
+    return list(islice(random_tables(params.seed, m, k), l))
+
+
+def random_tables(seed: int, num_perm: int, k: int) -> Iterator[list[int]]:
+    """The random tables in the order they are drawn: k distinct indices each (a repeated index would add
+    nothing to the key); tables may overlap. Table j is the same whatever l, so l tables are the first l."""
+    rng = np.random.default_rng([seed, TABLE_STREAM])
+    while True:
+        yield sorted(int(i) for i in rng.choice(num_perm, size=min(k, num_perm), replace=False))
 
 
 def lsh_tables_table(tables: list[list[int]]) -> pa.Table:

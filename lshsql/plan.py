@@ -17,11 +17,11 @@ from lshsql.params import (
     MAX_K,
     PLAN_RECALL,
     Params,
-    _tables_needed,
     choose_kl,
     choose_kl_for_sample,
-    collision_probability,
     expected_candidates,
+    tables_needed,
+    tables_recall,
 )
 
 PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
@@ -48,6 +48,7 @@ class Plan:
     k: int
     l: int  # noqa: E741
     options: list[Option] = field(default_factory=list)
+    seed: int = 1
     n_urls: int = 0
     sample_size: int = 0
     biggest_buckets: list[int] = field(default_factory=list)
@@ -58,15 +59,20 @@ class Plan:
         out = [
             f"threshold {self.threshold}, recall wanted at the threshold {self.recall}, "
             f"m = {self.num_perm}, {scheme}",
-            f"chosen: k = {self.k}, l = {self.l}  (S-curve 1-(1-s^k)^l; "
-            f"{self.l} tables of {self.k} min-hashes)",
+            f"chosen: k = {self.k}, l = {self.l}  ({self.l} tables of {self.k} min-hashes; "
+            + (
+                "S-curve 1-(1-s^k)^l)"
+                if self.banding
+                else f"the tables seed {self.seed} draws, measured: they share min-hashes)"
+            ),
             "",
             "  s     P(candidate)",
         ]
         for s in sorted(
             {round(self.threshold * f, 3) for f in (0.25, 0.5, 0.75, 1.0)} | {min(1.0, self.threshold + 0.1)}
         ):
-            out.append(f"  {s:<5} {collision_probability(s, self.k, self.l):.4f}")
+            p = tables_recall(s, self.k, self.l, self.num_perm, self.seed, self.banding)
+            out.append(f"  {s:<5} {p:.4f}")
         out += [
             "",
             "options (smallest l for each k that reaches the recall):",
@@ -144,7 +150,7 @@ def plan(
 
     Example:
         >>> plan(0.5).k, plan(0.5).l
-        (3, 23)
+        (3, 27)
     """
     from lshsql import family
 
@@ -163,23 +169,22 @@ def plan(
             signatures = None
     histogram = agreement_histogram(signatures) if signatures is not None and len(signatures) > 1 else None
     if histogram is not None:
-        k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall)  # noqa: E741
+        k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall, seed)  # noqa: E741
     else:
-        k, l = choose_kl(threshold, num_perm, banding, recall)  # noqa: E741
+        k, l = choose_kl(threshold, num_perm, banding, recall, seed=seed)  # noqa: E741
     options = []
-    for option_k in range(2, MAX_K + 1):
-        option_l = _tables_needed(threshold, option_k, recall)
-        if option_l is None or option_l > 10_000 or (banding and option_k * option_l > num_perm):
+    for option_k in range(2, min(MAX_K, num_perm) + 1):
+        option_l = tables_needed(threshold, option_k, recall, num_perm, seed, banding)
+        if option_l is None or (banding and option_k * option_l > num_perm):
             continue
         expected = None if histogram is None else expected_candidates(histogram, n_urls, option_k, option_l)
-        options.append(
-            Option(option_k, option_l, collision_probability(threshold, option_k, option_l), expected)
-        )
-        if len(options) >= 8 and option_k >= k:
+        reached = tables_recall(threshold, option_k, option_l, num_perm, seed, banding)
+        options.append(Option(option_k, option_l, reached, expected))
+        if option_k >= k + 2:  # beyond, each k needs some 2.5 times the tables of the one before
             break
     buckets: list[int] = []
     if signatures is not None and len(signatures) > 1:
         chosen = Params(threshold=threshold, num_perm=num_perm, banding=banding, k=k, l=l, seed=params.seed)
         buckets = biggest_buckets(signatures, family.lsh_tables(chosen), n_urls)
     sample_size = 0 if signatures is None else len(signatures)
-    return Plan(threshold, recall, num_perm, banding, k, l, options, n_urls, sample_size, buckets)
+    return Plan(threshold, recall, num_perm, banding, k, l, options, seed, n_urls, sample_size, buckets)

@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from lshsql import __version__, db, explore, manifest
 from lshsql.errors import InputError
-from lshsql.params import collision_probability
+from lshsql.params import collision_probability, tables_recall
 from lshsql.pipeline import output_path
 
 REPORT = "report.html"
@@ -236,13 +236,34 @@ def _figure(width: float = 8.0, height: float = 3.6) -> Figure:
     return Figure(figsize=(width, height), dpi=72, layout="constrained")
 
 
-def _scurve_svg(threshold: float, k: int, l: int) -> tuple[str, float]:  # noqa: E741
-    recall = collision_probability(threshold, k, l)
+def _scurve_svg(
+    threshold: float,
+    k: int,
+    l: int,  # noqa: E741
+    num_perm: int,
+    seed: int,
+    banding: bool,
+) -> tuple[str, float]:
+    """The S-curve of the run's tables with the recall at the threshold. Random tables share min-hashes and
+    collide less often than the closed form says: their measured curve is drawn over it."""
+    recall = tables_recall(threshold, k, l, num_perm, seed, banding)
     xs = [i / 400 for i in range(401)]
     with matplotlib.rc_context(RC):
         fig = _figure()
         ax = fig.add_subplot()
-        ax.plot(xs, [collision_probability(s, k, l) for s in xs], color=BLUE, linewidth=2)
+        closed = "1 − (1 − s^k)^l"
+        ax.plot(xs, [collision_probability(s, k, l) for s in xs], color=BLUE, linewidth=2, label=closed)
+        if not banding:
+            measured = [i / 40 for i in range(41)]
+            ax.plot(
+                measured,
+                [tables_recall(s, k, l, num_perm, seed) for s in measured],
+                "-",
+                color="#222",
+                linewidth=1,
+                label="the run's tables, measured",
+            )
+            ax.legend(loc="lower right")
         ax.axvline(threshold, color=ORANGE, linestyle="--", linewidth=1.5)
         ax.plot([threshold], [recall], "o", color=ORANGE)
         ax.annotate(
@@ -470,7 +491,8 @@ def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> st
     threshold, k, l = params["threshold"], params["k"], params["l"]  # noqa: E741
     num_perm = int(params.get("num_perm") or 80)
     stats = _stats(work, num_perm, resources)
-    scurve, recall = _scurve_svg(threshold, k, l)
+    seed, banding = int(params.get("seed") or 1), bool(params.get("banding"))
+    scurve, recall = _scurve_svg(threshold, k, l, num_perm, seed, banding)
     info = explore.info(work).rows
     stage_rows = [
         [escape(name), _num(rows), _num(seconds), escape(details)] for name, rows, seconds, details in info

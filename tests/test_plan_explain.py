@@ -8,7 +8,7 @@ from lshsql import db
 from lshsql.errors import InputError
 from lshsql.explain import explain_pair, explain_url, pair_lines, url_lines
 from lshsql.extract import ExtractParams, extract
-from lshsql.params import Params, collision_probability
+from lshsql.params import Params, tables_recall
 from lshsql.pipeline import run
 from lshsql.plan import plan
 from tests.conftest import EXAMPLE_CRAWL
@@ -25,13 +25,13 @@ def work(tmp_path_factory):
     return work
 
 
-def test_plan_without_data_is_the_closed_form():
+def test_plan_without_data_is_the_s_curve_of_the_drawn_tables():
     chosen = plan(0.5)
-    assert (chosen.k, chosen.l) == (3, 23)
-    assert any((o.k, o.l) == (3, 23) for o in chosen.options)
+    assert (chosen.k, chosen.l) == (3, 27)
+    assert any((o.k, o.l) == (3, 27) for o in chosen.options)
     assert all(o.recall_at_threshold >= 0.95 for o in chosen.options)
     text = "\n".join(chosen.lines())
-    assert "chosen: k = 3, l = 23" in text and "<- chosen" in text
+    assert "chosen: k = 3, l = 27" in text and "<- chosen" in text and "  0.5   0.95" in text
 
 
 def test_plan_with_data_is_the_choice_run_made(work):
@@ -40,7 +40,7 @@ def test_plan_with_data_is_the_choice_run_made(work):
     chosen = plan(0.5, work=work)
     used = json.loads((work / "manifest.json").read_text())["params"]
     assert (chosen.k, chosen.l) == (used["k"], used["l"])
-    assert collision_probability(0.5, chosen.k, chosen.l) >= 0.95
+    assert tables_recall(0.5, chosen.k, chosen.l, 80) >= 0.95
     assert chosen.sample_size > 0 and all(o.candidates is not None for o in chosen.options)
     # more tables of more hashes: fewer expected candidates
     expected = [o.candidates for o in chosen.options]

@@ -14,7 +14,7 @@ import pytest
 from lshsql import db, explore
 from lshsql.errors import InputError
 from lshsql.extract import extract
-from lshsql.params import Params, collision_probability
+from lshsql.params import Params, tables_recall
 from lshsql.pipeline import run
 from lshsql.report import _url, write_report
 from tests.conftest import EXAMPLE_CRAWL
@@ -49,7 +49,7 @@ def test_report_is_one_self_contained_file_with_the_plots_and_figures(work, repo
     assert page.count("<svg") >= 4
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "threshold 0.2: recall" in page  # written on the S-curve
-    recall = collision_probability(0.2, params["k"], params["l"])
+    recall = tables_recall(0.2, params["k"], params["l"], params["num_perm"], params["seed"])
     assert f"{recall:.3f}" in page
     assert f"k = {params['k']}, l = {params['l']}" in page
     assert html.escape(top_center(work)) in page

@@ -167,7 +167,7 @@ def bags_and_signatures(engines, params: Params = PARAMS) -> None:
 
 def test_element_hashes_and_signatures(engines):
     bags_and_signatures(engines)
-    three_bytes = Params(num_perm=16, signature_bytes=3, seed=3).resolved(from_bags=False)
+    three_bytes = Params(num_perm=16, signature_bytes=3, seed=3, k=2, l=6).resolved(from_bags=False)
     rows = engines.run("30_signatures.sql", context=template_context(three_bytes), out="signatures_3b")
     assert all(0 <= r["h5"] < 2**24 for r in rows)
 

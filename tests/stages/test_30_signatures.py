@@ -55,7 +55,7 @@ def test_element_hashes_cover_every_copy_once(tmp_path):
 
 
 def test_signatures_match_the_reference(tmp_path):
-    params = Params(num_perm=16, seed=7).resolved(True)
+    params = Params(num_perm=16, seed=7, k=2, l=4).resolved(True)  # k, l: no LSH here
     bags = with_hashes(BAGS)
     rows = signatures(tmp_path, params, bags)
     got = {r["url_id"]: [r[f"h{i}"] for i in range(16)] for r in rows}
@@ -74,10 +74,10 @@ def test_flattening_counts_rounded_copies(tmp_path):
 
 
 def test_three_byte_signatures_are_truncated(tmp_path):
-    params = Params(num_perm=8, signature_bytes=3).resolved(True)
+    params = Params(num_perm=8, signature_bytes=3, k=2, l=4).resolved(True)
     bags = with_hashes(BAGS)
     rows = signatures(tmp_path, params, bags)
-    expected = reference(bags, Params(num_perm=8).resolved(True))
+    expected = reference(bags, Params(num_perm=8, k=2, l=4).resolved(True))
     assert {r["url_id"]: [r[f"h{i}"] for i in range(8)] for r in rows} == {
         u: [h % 2**24 for h in hs] for u, hs in expected.items()
     }
