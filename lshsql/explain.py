@@ -13,7 +13,7 @@ import duckdb
 
 from lshsql import db
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import _require, find_url, open_work, unreadable
+from lshsql.explore import find_url, open_work, require_outputs, unreadable
 
 TOP = 10
 # What each explanation reads, in the order a run makes them: the first missing one is named.
@@ -47,7 +47,7 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
     """The evidence for and against pairing u and v (DuckDB within `resources`, see explore.open_work)."""
     work = Path(work)
     with open_work(work, resources) as con:
-        _require(work, *PAIR_READS)
+        require_outputs(work, *PAIR_READS)
         u, u_id = _url_id(con, u)
         v, v_id = _url_id(con, v)
         if u_id == v_id:
@@ -113,7 +113,7 @@ def _collided_tables(con, work: Path, agree: list[bool]) -> list[int] | None:
 def explain_url(work: str | Path, url: str, resources: db.Resources | None = None) -> dict:
     """A URL alone: its heaviest terms, its cluster and center, its pairs, and the anchor phrases for it."""
     with open_work(work, resources) as con:
-        _require(Path(work), *URL_READS)
+        require_outputs(Path(work), *URL_READS)
         url, url_id = _url_id(con, url)
         terms = con.execute(
             "select terms.term, bags.weight, bags.tf, bags.df from bags inner join terms using (term_hash) "

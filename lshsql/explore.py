@@ -98,7 +98,8 @@ def _failing_view(con: duckdb.DuckDBPyConnection, relation: str, token: str) -> 
     ).fetchall()
 
 
-def _require(work: Path, *relations: str) -> None:
+def require_outputs(work: Path, *relations: str) -> None:
+    """A one-line InputError naming the first of `relations` the work folder does not hold yet."""
     for relation in relations:
         if not output_path(work, relation).exists():
             raise InputError(f"{work}: no {relation} yet; run `lshsql run --work {work}` first")
@@ -132,7 +133,7 @@ def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources
     """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first."""
     work = Path(work)
     with open_work(work, resources) as con:
-        _require(work, "urls", "pairs", "clusters")
+        require_outputs(work, "urls", "pairs", "clusters")
         found = find_url(con, url)
         if found is None:
             raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
@@ -162,7 +163,7 @@ def top_clusters(
     """The largest clusters: size, center, the readable words of their labels (the terms that weigh most in
     them, see cluster_labels) and their first members; a URL without a pair has no labels."""
     work = Path(work)
-    _require(work, "clusters", "bags")
+    require_outputs(work, "clusters", "bags")
     with open_work(work, resources) as con:
         found = _fetch(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
     words = cluster_labels(work, [row[2] for row in found.rows], n=terms, resources=resources)
@@ -203,7 +204,7 @@ def cluster_labels(
         if path.exists():
             con.read_parquet(str(path)).create_view("label_rows", replace=True)
         else:
-            _require(work, source, "bags", "terms", "urls")
+            require_outputs(work, source, "bags", "terms", "urls")
             labels.to_table(con, work, output_path(work, source), "label_rows")
         rows = _fetch(con, query.format("label_rows"), params).rows
     found = {int(center_id): list(words) for center_id, words in rows}

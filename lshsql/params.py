@@ -86,6 +86,8 @@ class Params:
         for ok, message in checks:
             if not ok:
                 raise ParamError(message)
+        if not self.banding and self.k is not None and self.k > self.num_perm:
+            raise ParamError(f"k must be at most num_perm: a table takes k of the {self.num_perm} min-hashes")
         if self.banding and self.k is not None and self.l is not None and self.k * self.l > self.num_perm:
             raise ParamError(
                 f"banding needs b*r <= num_perm: {self.l} bands x {self.k} rows > {self.num_perm}"

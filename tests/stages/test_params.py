@@ -92,6 +92,7 @@ def test_resolved_defaults_depend_on_the_input():
         {"scale": float("inf")},
         {"scale": 1e300},
         {"scale": float("nan")},
+        {"k": 5, "num_perm": 4},
     ],
 )
 def test_bad_parameters_are_refused(bad):
