@@ -557,7 +557,8 @@ def run(
     """Run every stage: crawl (or --bags) -> bags -> signatures -> buckets -> candidates -> pairs -> clusters.
 
     Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
-    last run in the work folder. With --threshold and no -k/-l the planner chooses k and l.
+    last run in the work folder, the extraction options too (defaults: --window 8, --language en, --stem,
+    --stopwords, --buckets 16, --max-page-mb 32). With --threshold and no -k/-l the planner chooses k and l.
 
     Example: lshsql run examples/crawl.warc.gz --work work --threshold 0.3
     """
