@@ -491,7 +491,7 @@ def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> st
     threshold, k, l = params["threshold"], params["k"], params["l"]  # noqa: E741
     num_perm = int(params.get("num_perm") or 80)
     stats = _stats(work, num_perm, resources)
-    seed, banding = int(params.get("seed") or 1), bool(params.get("banding"))
+    seed, banding = int(params.get("seed", 1)), bool(params.get("banding"))
     scurve, recall = _scurve_svg(threshold, k, l, num_perm, seed, banding)
     info = explore.info(work).rows
     stage_rows = [
