@@ -155,6 +155,10 @@ def plan(
     from lshsql import family
 
     params = Params(threshold=threshold, num_perm=num_perm, banding=banding, seed=seed)  # validates them
+    if not 0 < recall < 1:
+        from lshsql.errors import ParamError
+
+        raise ParamError(f"recall is a probability in (0, 1), got {recall}")
     signatures, n_urls = None, 0
     if work is not None:
         path = Path(work) / "signatures.parquet"

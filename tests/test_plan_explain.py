@@ -129,3 +129,11 @@ def test_the_query_commands_run_duckdb_with_the_resources_they_are_given(work, m
         assert given, command
         expected = db.Resources("300MB", 1, str(work / "tmp" / "duckdb"), "1GB")
         assert all(resources == expected for resources in given), (command, given)
+
+
+@pytest.mark.parametrize("recall", [0.0, 1.0, 1.5, -0.1])
+def test_a_recall_outside_0_1_is_refused(recall):
+    from lshsql.errors import ParamError
+
+    with pytest.raises(ParamError, match=r"recall is a probability in \(0, 1\)"):
+        plan(0.5, recall=recall)
