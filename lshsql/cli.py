@@ -870,6 +870,10 @@ def cut(
     from lshsql.evaluate import quality_lines, score_clusters
     from lshsql.hierarchy import cut as make_cut
 
+    if labels is not None and not labels.is_file():  # before the cut is written, not after
+        from lshsql.errors import InputError
+
+        raise InputError(f"{labels}: no such file")
     resources = _resources(work, threads, memory_limit, max_spill)
     path, counts = make_cut(work, threshold, resources, out)
     typer.echo(

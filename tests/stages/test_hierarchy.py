@@ -231,10 +231,25 @@ def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path):
         (["cut", "--threshold", "0.1", "--work", work], "merges of similarity >= 0.3 only"),
         (["hierarchy", "--work", work, "--r-min", "0"], "r_min must be >= 1"),
         (["cut", "--threshold", "0.5", "--work", str(tmp_path)], "no cluster tree"),
+        (
+            [
+                "cut",
+                "--threshold",
+                "0.5",
+                "--work",
+                work,
+                "--out",
+                f"{tmp_path}/c.parquet",
+                "--labels",
+                "none",
+            ],
+            "none",
+        ),
     ):
         failed = lshsql(*args)
         assert failed.returncode != 0 and failed.stderr.count("\n") == 1, failed.stderr
         assert failed.stderr.startswith("lshsql: error: ") and message in failed.stderr
+    assert not (tmp_path / "c.parquet").exists()  # a missing labels file stops the cut before it is written
 
 
 def test_tree_and_cut_are_in_the_work_folder_catalog(planted):
