@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, labels, manifest, pipeline, schemas, urls
-from lshsql.errors import InputError, StageError
-from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, output_path
+from lshsql import db, labels, manifest, schemas, urls
+from lshsql.errors import InputError
+from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {
@@ -54,20 +54,15 @@ def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterat
 
 
 def _register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, str]:
-    """pipeline.register_outputs, except that an output DuckDB cannot open (a truncated file) gets a view
-    with its documented columns that raises an error when read, so a command that does not read it still
-    works. Returns, per such view, the token its error carries and the one-line message it stands for."""
+    """pipeline.register_outputs, and for an output DuckDB cannot open (a truncated file) a view with its
+    documented columns that raises an error when read, so a command that does not read it still works.
+    Returns, per such view, the token its error carries and the one-line message it stands for."""
     messages = {}
-    for relation in CATALOG_RELATIONS:
-        try:
-            pipeline._register(con, work, (relation,))
-        except (InputError, StageError):  # not made yet (or the --bags table is gone): no view, as there
-            continue
-        except duckdb.Error as e:
-            path = work / "fragments" if relation == "fragments" else output_path(work, relation)
-            token = f"lshsql: unreadable output {relation}"  # the SQL holds no text of the user's (the path)
-            messages[token] = unreadable(path, e, _remake(work, relation))
-            _failing_view(con, relation, token)
+    for relation, error in register_outputs(con, work).items():
+        path = work / "fragments" if relation == "fragments" else output_path(work, relation)
+        token = f"lshsql: unreadable output {relation}"  # the SQL holds no text of the user's (the path)
+        messages[token] = unreadable(path, error, _remake(work, relation))
+        _failing_view(con, relation, token)
     return messages
 
 

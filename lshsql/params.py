@@ -193,7 +193,7 @@ def _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost) -> tu
     order of their bound and the search stops once a bound reaches the best cost found."""
     bounds = []
     for k in ks:
-        least = _tables_needed(threshold, k, recall)
+        least = _closed_form_tables(threshold, k, recall)
         if least is not None and least <= MAX_TABLES and not (banding and k * least > num_perm):
             bounds.append((cost(k, least), k))
     best: tuple[float, int, int] | None = None
@@ -208,7 +208,7 @@ def _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost) -> tu
     return None if best is None else (best[1], best[2])
 
 
-def _tables_needed(threshold: float, k: int, recall: float) -> int | None:
+def _closed_form_tables(threshold: float, k: int, recall: float) -> int | None:
     """The closed form's l: exact for bands, a lower bound for random tables."""
     p = threshold**k
     if p <= 0:
@@ -224,7 +224,7 @@ def tables_needed(
 ) -> int | None:
     """The smallest l whose tables find a pair at `threshold` with probability >= `recall`, or None above
     MAX_TABLES: the closed form for bands, the random tables as drawn with `seed` otherwise."""
-    least = _tables_needed(threshold, k, recall)
+    least = _closed_form_tables(threshold, k, recall)
     if least is None or least > MAX_TABLES:
         return None
     if banding:

@@ -365,13 +365,18 @@ def _register(con, work: Path, relations: tuple[str, ...]) -> None:
     engine.register({r: input_paths(work, r) for r in relations})
 
 
-def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> None:
-    """A view for every output the work folder has (an output not made yet simply has none)."""
+def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, duckdb.Error]:
+    """A view for every output the work folder has (an output not made yet, or a --bags table that is gone,
+    simply has none). Returns the outputs DuckDB could not open (a truncated file), with its error."""
+    unopened = {}
     for relation in CATALOG_RELATIONS:
         try:
             _register(con, work, (relation,))
         except (InputError, StageError):
             continue
+        except duckdb.Error as e:
+            unopened[relation] = e
+    return unopened
 
 
 def _user_bags_source(work: Path) -> Path | None:
