@@ -7,7 +7,10 @@ Each size gets a synthetic bags table from bench/gen_bags.py (made once, kept in
 A monitor samples, every 0.2 s, the RSS summed over the process tree (/proc) and the bytes in DuckDB's
 temp_directory (the spill); the run's progress lines ("  <stage> ...") tell which stage a sample belongs
 to. Per-stage seconds and rows come from the run's manifest. Growth is the ratio of total seconds between
-consecutive sizes (10x more URLs: near-linear is ~10x).
+consecutive sizes (10x more URLs: near-linear is ~10x). A second table divides seconds by the units of
+work (bag rows, the l * N band keys, candidate pairs), which tells growth in work (LSH's k and l grow with
+N) from growth in cost per unit. The raw results go to DATA/results.json; --render writes the section
+again from it, running nothing.
 """
 
 from __future__ import annotations
@@ -120,10 +123,12 @@ def run_size(bags: Path, work: Path, threshold: float, memory_limit: str, thread
 
 
 def markdown(results: dict[int, dict], threshold: float, threads: int) -> str:
+    first = results[min(results)]  # the machine and date of the runs (rendered again with --render)
     lines = [
         "## Scale: bags -> clusters at 100k, 1M, 10M URLs (`bench/scale.py`)",
         "",
-        f"Machine: {machine()}. Date: {date.today()}. One run per size (a 10M run takes long; the ratios",
+        f"Machine: {first.get('machine', 'not recorded')}. Date: {first.get('date', 'not recorded')}. "
+        "One run per size (a 10M run takes long; the ratios",
         f"matter more than seconds). `lshsql run --bags --weighting none --threshold {threshold}",
         f"--memory-limit M --threads {threads}`, M in the table; bags from `bench/gen_bags.py`",
         "(~100 distinct terms per URL, Zipf vocabulary of 200k words, 20 % of URLs in near-duplicate",
@@ -144,6 +149,7 @@ def markdown(results: dict[int, dict], threshold: float, threads: int) -> str:
             f"| {r['peak_spill_mb']:.0f} | {r['k']}, {r['l']} | {rows.get('pairs', 0):,} |"
         )
         previous = total
+    lines += ["", *work_units(results)]
     for size, r in sorted(results.items()):
         lines += ["", f"**{size:,} URLs**, per stage:", ""]
         lines += ["| stage | seconds | rows | peak RSS MB | peak spill MB |", "|---|---|---|---|---|"]
@@ -151,6 +157,35 @@ def markdown(results: dict[int, dict], threshold: float, threads: int) -> str:
             cells = f"{s['seconds']:.2f} | {s['rows']:,} | {s['rss_mb']:.0f} | {s['spill_mb']:.0f}"
             lines.append(f"| {s['stage']} | {cells} |")
     return "\n".join(lines)
+
+
+def work_units(results: dict[int, dict]) -> list[str]:
+    """Seconds per unit of work, so that growth in work and growth in cost per unit can be told apart: bag
+    rows (bags, signatures), band keys l * N (buckets) and candidate pairs (candidates, pairs)."""
+    lines = [
+        "Work and seconds per unit of work: bag rows for bags and signatures, the l * N band keys the",
+        "buckets stage groups, and the candidate pairs the candidates and pairs stages make and score.",
+        "Growth in brackets, against the size before.",
+        "",
+        "| URLs | bag rows | ns per bag row | band keys | ns per band key | candidates | ns per candidate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    previous = None
+    for size, r in sorted(results.items()):
+        seconds = {s["stage"]: s["seconds"] for s in r["stages"]}
+        rows = {s["stage"]: s["rows"] for s in r["stages"]}
+        units = {
+            "bag rows": (rows.get("bags", 0), seconds.get("bags", 0) + seconds.get("signatures", 0)),
+            "band keys": (r["l"] * rows.get("urls", 0), seconds.get("buckets", 0)),
+            "candidates": (rows.get("candidates", 0), seconds.get("candidates", 0) + seconds.get("pairs", 0)),
+        }
+        cells = []
+        for name, (count, spent) in units.items():
+            grown = f" ({count / previous[name]:.1f}x)" if previous and previous[name] else ""
+            cells += [f"{count:,}{grown}", f"{spent / count * 1e9:.0f}" if count else "-"]
+        lines.append(f"| {size:,} | {' | '.join(cells)} |")
+        previous = {name: count for name, (count, _) in units.items()}
+    return lines
 
 
 def main() -> None:
@@ -161,9 +196,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=Path("bench-data/scale"))
     parser.add_argument("--out", type=Path, default=Path("bench/RESULTS.md"))
+    parser.add_argument(
+        "--render", action="store_true", help="write the section again from DATA/results.json; runs nothing"
+    )
     args = parser.parse_args()
     results = {}
     json_path = args.data / "results.json"
+    if args.render:
+        results = {int(size): r for size, r in json.loads(json_path.read_text()).items()}
+        write_section(args.out, "scale", markdown(results, args.threshold, args.threads))
+        print(f"wrote {args.out}")
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     limits = args.memory_limit.split(",")
     limits = dict(zip(sizes, limits if len(limits) == len(sizes) else limits[:1] * len(sizes), strict=True))
@@ -176,7 +219,7 @@ def main() -> None:
         results[size] = run_size(
             corpus / "docs.parquet", args.data / f"w{size}", args.threshold, limits[size], args.threads
         )
-        results[size]["memory_limit"] = limits[size]
+        results[size] |= {"memory_limit": limits[size], "machine": machine(), "date": str(date.today())}
         print(json.dumps({"size": size, **results[size]}), flush=True)
         json_path.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=2))
     write_section(args.out, "scale", markdown(results, args.threshold, args.threads))
