@@ -81,6 +81,10 @@ Bags = Annotated[
     Path | None, typer.Option(help="Start from a Parquet table of bags (url, term, optional weight).")
 ]
 Threshold = Annotated[float | None, typer.Option(help="Keep pairs agreeing on this fraction of min-hashes.")]
+Recall = Annotated[
+    float | None,
+    typer.Option(help="Chance the planner's tables find a pair right at the threshold (less: fewer) [0.95]."),
+]
 Weighting = Annotated[str | None, typer.Option(help="tfidf, tf or none (sets; or the bags' own weights).")]
 Unit = Annotated[
     str | None, typer.Option(help="What a bag describes: url, host or domain (registered domain) [url].")
@@ -246,8 +250,8 @@ def _kept_extract_params(work: Path, given: dict):
 
 
 PIPELINE_OPTIONS = (
-    "unit", "aliases", "threshold", "weighting", "min_df", "max_df", "scale", "num_perm", "signature_bytes",
-    "k", "l", "banding", "seed", "max_bucket", "verify", "clustering",
+    "unit", "aliases", "threshold", "recall", "weighting", "min_df", "max_df", "scale", "num_perm",
+    "signature_bytes", "k", "l", "banding", "seed", "max_bucket", "verify", "clustering",
 )  # fmt: skip
 
 
@@ -259,11 +263,14 @@ def _pipeline_options(arguments: dict) -> dict:
 def _params(work: Path, given: dict):
     """Stage parameters: the ones given now, else the ones the last run in `work` was asked for."""
     from lshsql import manifest
+    from lshsql.errors import ParamError
     from lshsql.params import Params
 
     saved = manifest.read(work).get("requested_params", {})
     given = {k: v for k, v in given.items() if v is not None}
-    if "threshold" in given and given.get("threshold") != saved.get("threshold"):
+    if "recall" in given and "k" in given and "l" in given:
+        raise ParamError("--recall is the planner's: give it or both -k and -l, not all three")
+    if any(name in given and given[name] != saved.get(name) for name in ("threshold", "recall")):
         saved = {k: v for k, v in saved.items() if k not in ("k", "l")}  # let the planner choose again
     return Params(**{**saved, **given})
 
@@ -521,6 +528,7 @@ def run(
     unit: Unit = None,
     aliases: Aliases = None,
     threshold: Threshold = None,
+    recall: Recall = None,
     weighting: Weighting = None,
     min_df: MinDf = None,
     max_df: MaxDf = None,
@@ -590,6 +598,7 @@ def stage(
     unit: Unit = None,
     aliases: Aliases = None,
     threshold: Threshold = None,
+    recall: Recall = None,
     weighting: Weighting = None,
     min_df: MinDf = None,
     max_df: MaxDf = None,

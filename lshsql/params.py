@@ -45,7 +45,7 @@ TABLE_COST = 2e-3
 class Params:
     """Everything after extraction. Defaults follow Haveliwala et al. (2000): m = 80 min-hashes and pairs
     kept at 20% agreement. With k and l left None the planner chooses the cheapest (k, l) whose S-curve
-    gives recall >= 0.95 at the threshold; k=3, l=125 are the paper's own choice."""
+    gives recall >= `recall` (0.95) at the threshold; k=3, l=125 are the paper's own choice."""
 
     unit: str = "url"  # what a bag describes: a URL, a host, or a registered domain (all its URLs' fragments)
     aliases: bool = True  # fragments of an alias URL (redirect, rel=canonical) describe its target
@@ -60,6 +60,7 @@ class Params:
     banding: bool = False
     seed: int = 1
     threshold: float = 0.2
+    recall: float = PLAN_RECALL  # the planner's: the chance of finding a pair right at the threshold
     max_bucket: int = 1000
     verify: bool = True
     clustering: str = "center"
@@ -79,6 +80,7 @@ class Params:
             (self.k is None or 1 <= self.k <= MAX_K, f"k must be in 1..{MAX_K}, got {self.k}"),
             (self.l is None or 1 <= self.l <= 10_000, f"l must be in 1..10000, got {self.l}"),
             (0 < self.threshold <= 1, f"threshold must be in (0, 1], got {self.threshold}"),
+            (0 < self.recall < 1, f"recall is a probability in (0, 1), got {self.recall}"),
             (self.max_bucket >= 2, f"max bucket must be >= 2, got {self.max_bucket}"),
             (self.clustering in CLUSTERINGS, f"clustering must be one of {', '.join(CLUSTERINGS)}"),
             (0 <= self.seed < 2**32, f"seed must be in 0..2^32-1, got {self.seed}"),
@@ -120,11 +122,23 @@ class Params:
             return params
         if similarities is not None and k is None and l is None:
             k, l = choose_kl_for_sample(  # noqa: E741
-                params.threshold, params.num_perm, similarities, n_urls, params.banding, seed=params.seed
+                params.threshold,
+                params.num_perm,
+                similarities,
+                n_urls,
+                params.banding,
+                params.recall,
+                seed=params.seed,
             )
         else:
             k, l = choose_kl(  # noqa: E741
-                params.threshold, params.num_perm, params.banding, fixed_k=k, fixed_l=l, seed=params.seed
+                params.threshold,
+                params.num_perm,
+                params.banding,
+                params.recall,
+                fixed_k=k,
+                fixed_l=l,
+                seed=params.seed,
             )
         return replace(params, k=k, l=l)
 

@@ -76,6 +76,26 @@ def test_version():
             ["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--spark-master", "spark://head:7077"],
             "--spark-master and --spark-conf need --engine spark",
         ),
+        (
+            ["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--recall", "1"],
+            "recall is a probability",
+        ),
+        (
+            [
+                "run",
+                "--bags",
+                "{tmp}/b.parquet",
+                "--work",
+                "{tmp}/w",
+                "--recall",
+                "0.9",
+                "-k",
+                "3",
+                "-l",
+                "9",
+            ],
+            "--recall is the planner's: give it or both -k and -l, not all three",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):
@@ -222,3 +242,28 @@ def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
     again = extraction()
     assert again["params"]["window"] == 3 and again["params"]["buckets"] == 1
     assert again["extra_stopword_words"] == ["python"]
+
+
+def test_run_recall_is_the_planners_and_kept(tmp_path):
+    """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, fewer
+    tables, the (k, l) `plan --recall` shows for the same data. A later run without it keeps it; a run
+    giving another recall plans again."""
+    import json
+
+    work = tmp_path / "w"
+
+    def tables() -> tuple[int, int]:
+        params = json.loads((work / "manifest.json").read_text())["params"]
+        return params["k"], params["l"]
+
+    base = ["run", str(EXAMPLE_CRAWL), "--work", str(work), "-q", "--threads", "1", "--threshold", "0.5"]
+    assert lshsql(*base).returncode == 0
+    default = tables()
+    result = lshsql(*base, "--recall", "0.8")
+    assert result.returncode == 0, result.stderr
+    lower = tables()
+    assert lower[1] < default[1]
+    plan = lshsql("plan", "--threshold", "0.5", "--recall", "0.8", "--work", str(work)).stdout
+    assert f"chosen: k = {lower[0]}, l = {lower[1]}" in plan
+    assert lshsql(*base).returncode == 0 and tables() == lower  # kept
+    assert lshsql(*base, "--recall", "0.95").returncode == 0 and tables() == default

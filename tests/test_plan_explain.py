@@ -34,6 +34,22 @@ def test_plan_without_data_is_the_s_curve_of_the_drawn_tables():
     assert "chosen: k = 3, l = 27" in text and "<- chosen" in text and "  0.5   0.95" in text
 
 
+def test_a_lower_recall_takes_fewer_tables_and_still_reaches_it():
+    chosen = Params(threshold=0.5, recall=0.8).resolved(from_bags=True)
+    default = Params(threshold=0.5).resolved(from_bags=True)
+    assert (chosen.k, chosen.l) == (plan(0.5, recall=0.8).k, plan(0.5, recall=0.8).l)
+    assert chosen.k * chosen.l < default.k * default.l
+    assert 0.8 <= tables_recall(0.5, chosen.k, chosen.l, 80) < 0.95
+
+
+@pytest.mark.parametrize("recall", [0.0, 1.0, 1.5, -0.1])
+def test_recall_is_a_probability(recall):
+    from lshsql.errors import ParamError
+
+    with pytest.raises(ParamError, match="recall is a probability"):
+        Params(recall=recall)
+
+
 def test_plan_with_data_is_the_choice_run_made(work):
     import json
 
