@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
 from lshsql.engine import Engine, as_engine, materialize_in_parts, open_engine
 from lshsql.errors import InputError, ParamError, StageError
-from lshsql.params import MAX_COPIES, Params
+from lshsql.params import MAX_COPIES, Params, tables_recall
 
 Log = Callable[[str], None]
 
@@ -878,8 +878,11 @@ def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[i
     per_batch = tables_per_batch(n_urls, len(bands), engine.band_batch(n_urls, BAND_KEY_BYTES))
     sql = sqlfiles.load(stage.sql)
     out = output_path(work, stage.name)
+    # what the tables promise, measured on them as drawn (the planner's or the user's -k and -l)
+    recall = tables_recall(params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding)
+    extra = {"recall_at_threshold": round(recall, 4)}
     if per_batch >= len(bands):
-        return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1}
+        return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1, **extra}
     batches = [
         context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
     ]
@@ -887,7 +890,7 @@ def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[i
     rows = materialize_in_parts(
         engine, sql, {}, batches, parts, COMBINE_BUCKETS, out, stage.compression, stage.name
     )
-    return rows, {"batches": len(batches)}
+    return rows, {"batches": len(batches), **extra}
 
 
 def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:

@@ -263,6 +263,8 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     assert result.returncode == 0, result.stderr
     lower = tables()
     assert lower[1] < default[1]
+    buckets = json.loads((work / "manifest.json").read_text())["stages"]["buckets"]
+    assert 0.8 <= buckets["recall_at_threshold"] < 0.95  # shown by `info`
     plan = lshsql("plan", "--threshold", "0.5", "--recall", "0.8", "--work", str(work)).stdout
     assert f"chosen: k = {lower[0]}, l = {lower[1]}" in plan
     assert lshsql(*base).returncode == 0 and tables() == lower  # kept

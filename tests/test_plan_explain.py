@@ -54,9 +54,13 @@ def test_plan_with_data_is_the_choice_run_made(work):
     import json
 
     chosen = plan(0.5, work=work)
-    used = json.loads((work / "manifest.json").read_text())["params"]
+    made = json.loads((work / "manifest.json").read_text())
+    used = made["params"]
     assert (chosen.k, chosen.l) == (used["k"], used["l"])
     assert tables_recall(0.5, chosen.k, chosen.l, 80) >= 0.95
+    # the buckets stage records what its tables promise
+    promised = made["stages"]["buckets"]["recall_at_threshold"]
+    assert promised == round(tables_recall(0.5, chosen.k, chosen.l, 80), 4) >= 0.95
     assert chosen.sample_size > 0 and all(o.candidates is not None for o in chosen.options)
     # more tables of more hashes: fewer expected candidates
     expected = [o.candidates for o in chosen.options]
