@@ -23,18 +23,23 @@
 
 with
 
--- A position agrees when its min-hashes differ by 0: 1 - least(|h_u - h_v|, 1) takes 30% less time than a
--- CASE (min-hashes are below 2^31, so the difference fits an INTEGER), and unlike a cast of the comparison
--- DuckDB still sees that n_agree is never NULL, which keeps pairs.parquet's bytes as they were (in one
--- piece: the union of blocks marks every column nullable).
+-- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1 (min-hashes are below 2^31,
+-- so the difference fits an INTEGER). The sign is a TINYINT, the cheapest form on DuckDB 2.0: at 100k
+-- documents (2.3M candidates) this file took 0.94 s, 1.02 s with a CASE or a cast of the comparison, and
+-- 1.25 s with 1 - least(|h_u - h_v|, 1). TINYINTs add up to 127 at most, so they are summed 100 positions at a time.
 candidates_scored as (
     select
         candidates.u_id,
         candidates.v_id,
         candidates.n_bands,
-        {%- for i in hashes %}
-        (1 - least(abs(signature_u.h{{ i }} - signature_v.h{{ i }}), 1)){{ " +" if not loop.last else " as n_agree" }}
-        {%- endfor %}
+        {{ hashes | length }}
+        {%- for chunk in hashes | batch(100) %}
+        - cast(
+            {%- for i in chunk %}
+            abs(sign(signature_u.h{{ i }} - signature_v.h{{ i }})){{ " +" if not loop.last }}
+            {%- endfor %}
+        as integer)
+        {%- endfor %} as n_agree
     from candidates
     inner join signatures as signature_u on candidates.u_id = signature_u.url_id
     inner join signatures as signature_v on candidates.v_id = signature_v.url_id

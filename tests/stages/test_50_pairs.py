@@ -53,6 +53,25 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
     assert pairs(tmp_path, threshold=0.5) == []
 
 
+@pytest.mark.parametrize("num_perm", [99, 100, 101, 250])
+def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm):
+    """Differing positions are summed 100 at a time (TINYINTs overflow past 127): whatever m, n_agree counts
+    every position. u agrees with v everywhere but the last position, and with w only at positions 0, 7, 14, ...
+    (w differs on more than 127 positions when m = 250)."""
+    u = {f"h{i}": 1000 + i for i in range(num_perm)}
+    v = u | {f"h{num_perm - 1}": 5}
+    w = u | {f"h{i}": 7 for i in range(num_perm) if i % 7}
+    tables = TABLES | {
+        "signatures": [{"url_id": 1} | u, {"url_id": 2} | v, {"url_id": 3} | w],
+    }
+    p = Params(num_perm=num_perm, k=2, l=2, threshold=0.1, verify=False).resolved(True)
+    rows = run_stage(tmp_path, "pairs", p, tables)
+    assert [(r["v"], r["n_agree"]) for r in rows] == [
+        ("http://b/", num_perm - 1),
+        ("http://c/", len(range(0, num_perm, 7))),
+    ]
+
+
 @pytest.mark.parametrize("verify", [True, False])
 def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify):
     """When the signatures would not fit twice in memory the runner cuts url_ids into P ranges and runs
