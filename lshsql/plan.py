@@ -14,6 +14,7 @@ import numpy as np
 
 from lshsql import db
 from lshsql.params import (
+    CANDIDATE_COST,
     MAX_K,
     PLAN_RECALL,
     Params,
@@ -85,9 +86,9 @@ class Plan:
         if self.n_urls:
             out += [
                 "",
-                f"from a sample of {self.sample_size} of {self.n_urls:,} URLs' signatures: the cost of an",
-                "option is l * N band keys plus the expected candidate pairs; the cheapest was chosen. The",
-                "expectation is an upper estimate: the noise of m min-hashes widens sampled similarities.",
+                f"from the agreements of a sample of {self.sample_size} of {self.n_urls:,} URLs' signatures:",
+                f"the cost of an option is l * N band keys plus {CANDIDATE_COST:g} per expected candidate",
+                "pair; the cheapest was chosen.",
             ]
             if self.biggest_buckets:
                 sizes = ", ".join(f"{b:,}" for b in self.biggest_buckets)

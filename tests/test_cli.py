@@ -245,8 +245,8 @@ def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
 
 
 def test_run_recall_is_the_planners_and_kept(tmp_path):
-    """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, fewer
-    tables, the (k, l) `plan --recall` shows for the same data. A later run without it keeps it; a run
+    """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, other
+    tables (the least work at that recall), the (k, l) `plan --recall` shows for the same data. A later run without it keeps it; a run
     giving another recall plans again."""
     import json
 
@@ -262,7 +262,7 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     result = lshsql(*base, "--recall", "0.8")
     assert result.returncode == 0, result.stderr
     lower = tables()
-    assert lower[1] < default[1]
+    assert lower != default
     buckets = json.loads((work / "manifest.json").read_text())["stages"]["buckets"]
     assert 0.8 <= buckets["recall_at_threshold"] < 0.95  # shown by `info`
     plan = lshsql("plan", "--threshold", "0.5", "--recall", "0.8", "--work", str(work)).stdout
