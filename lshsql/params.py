@@ -41,8 +41,9 @@ VERIFY_SIGMAS = 3.0
 TABLE_COST = 2e-3
 # Band keys one candidate pair costs, for the planner that sees the data: at 100k bench documents, T = 0.5,
 # (k, l) = (5, 161) against (4, 66) made 9.5M more band keys (buckets +1.15 s, 121 ns each) and 1.98M
-# fewer candidates (candidates and pairs -0.61 s, 308 ns each). At 10M URLs a candidate costs 8 band keys
-# on average; any weight from 2 to 4.9 takes the (k, l) that ran fastest at 100k, 1M and 10M URLs.
+# fewer candidates (candidates and pairs -0.61 s, 308 ns each), so (4, 66) was faster. At 10M URLs a
+# candidate costs 8 band keys on average. Any weight from 2 to 4.9 keeps (4, 66), (5, 161) and (6, 395) at
+# 100k, 1M and 10M bench URLs, the choices the per-unit costs of the scale bench (RESULTS.md) favour.
 CANDIDATE_COST = 2.5
 
 
@@ -296,8 +297,8 @@ def _agreements(s: float, num_perm: int, seed: int) -> np.ndarray:
 def collision_by_agreement(num_perm: int, k: int, l: int) -> np.ndarray:  # noqa: E741
     """P(candidate) of a pair whose signatures agree on a of the m positions, for a = 0..m. The a agreeing
     positions are a random subset (min-hashes are exchangeable), so a table of k distinct indices (or a band
-    of k rows) collides with probability C(a, k) / C(m, k); l tables are taken as independent. Unlike
-    (a/m)^k, this is exact for a sampled pair: the sample measured a, not the similarity a/m estimates."""
+    of k rows) collides with probability C(a, k) / C(m, k), exactly, where (a/m)^k treats the estimate a/m
+    as the similarity and overestimates for small a; l tables are taken as independent."""
     agreeing = np.arange(num_perm + 1, dtype=np.float64)
     per_table = np.ones(num_perm + 1)
     for j in range(k):
