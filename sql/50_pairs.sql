@@ -23,10 +23,10 @@
 
 with
 
--- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1 (min-hashes are below 2^31,
--- so the difference fits an INTEGER). The sign is a TINYINT, the cheapest form on DuckDB 2.0: at 100k
--- documents (2.3M candidates) this file took 0.94 s, 1.02 s with a CASE or a cast of the comparison, and
--- 1.25 s with 1 - least(|h_u - h_v|, 1). TINYINTs add up to 127 at most, so they are summed 100 positions at a time.
+-- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1 (min-hashes are below
+-- 2^31, so the difference fits an INTEGER). The sign is a TINYINT, the cheapest form on DuckDB 2.0: at
+-- 100k documents (2.3M candidates) this file took 0.94 s, 1.02 s with a CASE or a cast of the comparison,
+-- and 1.25 s with 1 - least(|h_u - h_v|, 1). TINYINTs add up to 127 at most: summed 100 at a time.
 candidates_scored as (
     select
         candidates.u_id,

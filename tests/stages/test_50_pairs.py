@@ -56,8 +56,8 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
 @pytest.mark.parametrize("num_perm", [99, 100, 101, 250])
 def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm):
     """Differing positions are summed 100 at a time (TINYINTs overflow past 127): whatever m, n_agree counts
-    every position. u agrees with v everywhere but the last position, and with w only at positions 0, 7, 14, ...
-    (w differs on more than 127 positions when m = 250)."""
+    every position. u agrees with v everywhere but the last position, and with w only at positions 0, 7,
+    14, ... (w differs on more than 127 positions when m = 250)."""
     u = {f"h{i}": 1000 + i for i in range(num_perm)}
     v = u | {f"h{num_perm - 1}": 5}
     w = u | {f"h{i}": 7 for i in range(num_perm) if i % 7}
