@@ -246,9 +246,13 @@ def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
 
 def test_run_recall_is_the_planners_and_kept(tmp_path):
     """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, other
-    tables (the least work at that recall), the (k, l) `plan --recall` shows for the same data. A later run without it keeps it; a run
-    giving another recall plans again."""
+    tables and less expected work (l * N band keys and the weighted candidates; not always fewer tables, as
+    a larger k may pay), the (k, l) `plan --recall` shows for the same data. A later run without it keeps
+    it; a run giving another recall plans again."""
     import json
+
+    from lshsql.params import CANDIDATE_COST
+    from lshsql.plan import plan
 
     work = tmp_path / "w"
 
@@ -265,7 +269,14 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     assert lower != default
     buckets = json.loads((work / "manifest.json").read_text())["stages"]["buckets"]
     assert 0.8 <= buckets["recall_at_threshold"] < 0.95  # shown by `info`
-    plan = lshsql("plan", "--threshold", "0.5", "--recall", "0.8", "--work", str(work)).stdout
-    assert f"chosen: k = {lower[0]}, l = {lower[1]}" in plan
+    shown = lshsql("plan", "--threshold", "0.5", "--recall", "0.8", "--work", str(work)).stdout
+    assert f"chosen: k = {lower[0]}, l = {lower[1]}" in shown
+
+    def work_expected(recall: float) -> float:
+        chosen = plan(0.5, recall=recall, work=work)
+        [option] = [o for o in chosen.options if (o.k, o.l) == (chosen.k, chosen.l)]
+        return chosen.l * chosen.n_urls + CANDIDATE_COST * option.candidates
+
+    assert work_expected(0.8) < work_expected(0.95)
     assert lshsql(*base).returncode == 0 and tables() == lower  # kept
     assert lshsql(*base, "--recall", "0.95").returncode == 0 and tables() == default

@@ -156,8 +156,8 @@ def test_expected_candidates_match_the_drawn_tables(values, k, l):  # noqa: E741
         made |= {(a, b) for rows in buckets.values() for i, a in enumerate(rows) for b in rows[i + 1 :]}
     expected = expected_candidates(histogram, 400, k, l)
     assert expected == pytest.approx(len(made), rel=0.03)
-    similarity = np.arange(81) / 80
-    by_similarity = 400 * 399 / 2 * float(histogram @ (1 - (1 - similarity**k) ** l)) / histogram.sum()
+    by_similarity = 400 * 399 / 2 * float(histogram @ collision_probability(np.arange(81) / 80, k, l))
+    by_similarity /= histogram.sum()
     assert by_similarity > 1.05 * len(made), by_similarity / len(made)
 
 
