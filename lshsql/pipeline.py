@@ -801,6 +801,7 @@ def template_context(params: Params) -> dict:
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
         "hashed_keys": False,
+        "shared_by_sort": False,  # buckets: set by its runner on DuckDB
         "block": None,  # pairs: set by its runner to one block of url_id ranges
         "verify": params.verify,
         "normalize": params.weighting != "none",
@@ -839,8 +840,10 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
 
 def _band_context(params: Params, work: Path, engine_name: str) -> dict:
     """The buckets stage's template values; on DuckDB with one 64-bit band key per table
-    (sql/macros/band_keys.sql), on Spark, whose hash() is another function, with the k values."""
-    context = template_context(params) | {"hashed_keys": engine_name == "duckdb"}
+    (sql/macros/band_keys.sql) and shared keys found by a sort, on Spark, whose hash() is another function,
+    with the k values, grouped (a window over one global order would run in one Spark partition)."""
+    on_duckdb = engine_name == "duckdb"
+    context = template_context(params) | {"hashed_keys": on_duckdb, "shared_by_sort": on_duckdb}
     tables = [indices for _, indices in context["bands"]]
     family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context

@@ -19,10 +19,20 @@ BLOCK = {"u_from": 0, "u_to": 5, "v_from": 5, "v_to": 10}  # pairs: one block of
 
 
 def rendered(
-    name: str, rows_unique: bool = False, hashed_keys: bool = False, block: dict | None = None, **params
+    name: str,
+    rows_unique: bool = False,
+    hashed_keys: bool = False,
+    block: dict | None = None,
+    shared_by_sort: bool = False,
+    **params,
 ) -> str:
     context = template_context(Params(num_perm=4, k=2, l=3, **params))
-    context |= {"rows_unique": rows_unique, "hashed_keys": hashed_keys, "block": block}
+    context |= {
+        "rows_unique": rows_unique,
+        "hashed_keys": hashed_keys,
+        "block": block,
+        "shared_by_sort": shared_by_sort,
+    }
     return sqlfiles.render(sqlfiles.load(name), context)
 
 
@@ -35,11 +45,12 @@ def test_header_matches_statements(name):
     sql = sqlfiles.load(name)
     assert sql.stage == sql.writes and name[3:].startswith(sql.stage)
     used: set[str] = set()  # over every form the template renders to
-    forms = itertools.product((False, True), ("tfidf", "none"), (False, True), (False, True), (None, BLOCK))
-    for verify, weighting, rows_unique, hashed_keys, block in forms:
+    flags = (False, True)
+    forms = itertools.product(flags, ("tfidf", "none"), flags, flags, (None, BLOCK), flags)
+    for verify, weighting, rows_unique, hashed_keys, block, by_sort in forms:
         with duckdb.connect() as con:
             statements = con.extract_statements(
-                rendered(name, rows_unique, hashed_keys, block, verify=verify, weighting=weighting)
+                rendered(name, rows_unique, hashed_keys, block, by_sort, verify=verify, weighting=weighting)
             )
         used |= set().union(*(s.named_parameters for s in statements))
         assert len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT

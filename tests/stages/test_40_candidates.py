@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from lshsql.params import Params
@@ -99,29 +101,36 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     assert combined == ["buckets"]  # the batched run's
 
 
-def test_hashed_band_keys_give_the_exact_keys_rows(tmp_path, monkeypatch):
-    """On DuckDB a table's k values are grouped and joined as one 64-bit hash (sql/macros/band_keys.sql);
-    Spark's form keeps the k values. Both give the same buckets (named by their smallest url_id, not by the
-    key), so the same candidates and bucket sizes, capped buckets too."""
+def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypatch):
+    """On DuckDB a table's k values are one 64-bit hash (sql/macros/band_keys.sql) and the shared keys are
+    found by sorting the band keys; Spark's form keeps the k values and groups them. All four combinations
+    give the same buckets (named by their smallest url_id, not by the key), so the same candidates and
+    bucket sizes, capped buckets too. Half the URLs draw from few values (big buckets), half from many (keys
+    of one URL, next to shared ones in key order)."""
     import numpy as np
 
     from lshsql import pipeline
 
     rng = np.random.default_rng(5)
     signatures = [
-        {"url_id": i, **{f"h{j}": int(rng.integers(0, 3)) for j in range(9)}} for i in range(1, 120)
+        {"url_id": i, **{f"h{j}": int(rng.integers(0, 3 if i % 2 else 6)) for j in range(9)}}
+        for i in range(1, 160)
     ]
-    params = Params(num_perm=9, k=3, l=7, max_bucket=6).resolved(True)
+    params = Params(num_perm=9, k=3, l=7, max_bucket=4).resolved(True)
     band_context = pipeline._band_context
     results = {}
-    for hashed in (True, False):
-        if not hashed:
-            monkeypatch.setattr(pipeline, "_band_context", lambda p, w, name: band_context(p, w, "spark"))
-        work = tmp_path / f"hashed{hashed}"
-        results[hashed] = lsh(work, params, signatures)
-    _, rows, sizes = results[True]
-    assert len(rows) > 1000 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
-    assert results[True] == results[False]
+    for hashed, by_sort in itertools.product((True, False), (True, False)):
+        forced = {"hashed_keys": hashed, "shared_by_sort": by_sort}
+        monkeypatch.setattr(
+            pipeline, "_band_context", lambda p, w, engine, f=forced: band_context(p, w, engine) | f
+        )
+        work = tmp_path / f"hashed{hashed}_sort{by_sort}"
+        results[hashed, by_sort] = lsh(work, params, signatures)
+    buckets, rows, sizes = results[True, True]
+    assert len(rows) > 500 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
+    members = {(r["band"], r["url_id"]) for r in buckets}
+    assert {r["n_members"] for r in buckets} >= {2, 3} and 159 * 7 - len(members) > 100  # keys of one URL
+    assert all(result == results[True, True] for result in results.values())
 
 
 def test_the_band_key_is_hashed_on_duckdb_only(tmp_path):
