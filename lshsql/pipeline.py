@@ -853,12 +853,13 @@ def _band_context(params: Params, work: Path, engine_name: str) -> dict:
 
 
 # Memory per band-key row the buckets stage's group and join need, measured with margin (with k INTEGER
-# keys; the one hashed key of DuckDB's form needs less)
+# keys; DuckDB's form, one hashed key sorted, needs less)
 BAND_KEY_BYTES = 100
-# Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit: its group and
-# join run faster per key over 10M keys than over 40M. 1M URLs, k = 5, l = 95, 4GB, hashed keys: 5-10 tables
-# per batch took the group and self-join that candidates then did 11-12 s, 40 tables 19 s, all 95 at once
-# 30 s. At 100k URLs and the planner's l = 47, one batch.
+# Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit. Measured when
+# the stage grouped the keys, which ran faster per key over 10M keys than over 40M (1M URLs, k = 5,
+# l = 95, 4GB: 5-10 tables per batch 11-12 s, 40 tables 19 s, all 95 at once 30 s). The sort that finds
+# the shared keys now is nearly flat: 86-95 ms a table at 1M URLs from 4 to 32 tables a batch, 1.14 s a
+# table at 10M from 1 to 4. At 100k URLs and the planner's l = 66, one batch.
 BATCH_BAND_KEYS = 8_000_000
 # The buckets of a batch are ordered (band, bucket, url_id) and batches take increasing bands
 COMBINE_BUCKETS = "select * from parts order by band, bucket, url_id"
