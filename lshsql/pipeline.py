@@ -836,7 +836,11 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
     _register(engine, work, stage.reads)
     family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
     rows = engine.materialize(
-        sqlfiles.load(stage.sql), {}, output_path(work, stage.name), template_context(params)
+        sqlfiles.load(stage.sql),
+        {},
+        output_path(work, stage.name),
+        template_context(params),
+        stage.compression,
     )
     return rows, {}
 

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from lshsql import db
 from lshsql.extract import ExtractParams, extract
 from lshsql.params import Params
-from lshsql.pipeline import run
+from lshsql.pipeline import STAGES, output_path, run
 from tests.conftest import EXAMPLE_CRAWL, shared
 
 RESOURCES = db.Resources(memory_limit="2GB", threads=2)
@@ -185,6 +186,15 @@ def test_invariants_of_a_run(tmp_path):
     }
     for name, query in checks.items():
         assert scalar(query, w=str(work)) == 0, name
+    # each stage's file is written with the compression its Stage names (whichever runner writes it)
+    for stage in STAGES:
+        codecs = {
+            meta.row_group(g).column(c).compression
+            for meta in [pq.ParquetFile(output_path(work, stage.name)).metadata]
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        }
+        assert codecs <= {stage.compression.upper()}, stage.name
 
 
 def test_run_from_the_cli_prints_what_it_found(tmp_path):
