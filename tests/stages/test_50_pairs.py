@@ -142,3 +142,21 @@ def test_pair_ranges(id_span, rows_per_range, expected):
     from lshsql.pipeline import pair_ranges
 
     assert pair_ranges(id_span, rows_per_range) == expected
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_min_hashes_anywhere_in_int32_are_compared(tmp_path, verify):
+    """A signatures table of one's own may hold any int32 (the pipeline's are below 2^31 and not negative):
+    min-hashes far apart with both signs differ without overflowing, equal extremes agree."""
+    import pyarrow as pa
+
+    low, high = -(2**31), 2**31 - 1
+    signatures = [
+        {"url_id": 1, "h0": low, "h1": high, "h2": low, "h3": 0},
+        {"url_id": 2, "h0": low, "h1": high, "h2": high, "h3": 0},  # agrees with 1 on 3 of 4
+        {"url_id": 3, "h0": high, "h1": low, "h2": high, "h3": low},  # agrees with 1 on none
+    ]
+    schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(4)])
+    p = Params(num_perm=4, k=2, l=2, threshold=0.1 if verify else 0.75, verify=verify).resolved(True)
+    rows = run_stage(tmp_path, "pairs", p, TABLES | {"signatures": signatures}, {"signatures": schema})
+    assert [(r["v"], r["n_agree"]) for r in rows] == [("http://b/", 3)]
