@@ -8,7 +8,7 @@
 --           not fit in memory, and writes the batches in order); keys = 1..k; hashed_keys = one 64-bit key
 --           per table instead of k (sql/macros/band_keys.sql: the runner sets it on DuckDB);
 --           shared_by_sort = find the shared keys in one sort of the band keys instead of a group and a join
---           back (the runner sets it on DuckDB, where it is 14-24 % faster a table at 100k to 10M URLs and
+--           back (the runner sets it on DuckDB, where it is 10-24 % faster a batch at 100k to 10M URLs and
 --           gives the same rows; on Spark a window over one global order would run in one partition)
 --
 -- LSH buckets (Haveliwala et al. 2000, sec. 4): the URLs whose k min-hashes agree in one of the l tables

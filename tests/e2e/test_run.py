@@ -188,12 +188,9 @@ def test_invariants_of_a_run(tmp_path):
         assert scalar(query, w=str(work)) == 0, name
     # each stage's file is written with the compression its Stage names (whichever runner writes it)
     for stage in STAGES:
-        codecs = {
-            meta.row_group(g).column(c).compression
-            for meta in [pq.ParquetFile(output_path(work, stage.name)).metadata]
-            for g in range(meta.num_row_groups)
-            for c in range(meta.num_columns)
-        }
+        meta = pq.ParquetFile(output_path(work, stage.name)).metadata
+        groups, columns = range(meta.num_row_groups), range(meta.num_columns)
+        codecs = {meta.row_group(g).column(c).compression for g in groups for c in columns}
         assert codecs <= {stage.compression.upper()}, stage.name
 
 

@@ -133,15 +133,16 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
     assert all(result == results[True, True] for result in results.values())
 
 
-def test_the_band_key_is_hashed_on_duckdb_only(tmp_path):
+def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
     from lshsql import pipeline, sqlfiles
 
     params = Params(num_perm=9, k=3, l=7).resolved(True)
     for engine, hashed in (("duckdb", True), ("spark", False)):
         context = pipeline._band_context(params, tmp_path, engine)
-        assert context["hashed_keys"] is hashed
+        assert context["hashed_keys"] is hashed and context["shared_by_sort"] is hashed
         text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), context)
         assert ("hash(" in text) is hashed
+        assert ("lag(" in text) is hashed and ("group by" in text) is not hashed  # a sort, or a group
         assert ("key3" in text) is not hashed  # the k = 3 values, or the one hashed key
 
 
