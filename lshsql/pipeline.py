@@ -806,6 +806,7 @@ def template_context(params: Params) -> dict:
         "hashed_keys": False,
         "shared_by_sort": False,  # buckets: set by its runner on DuckDB
         "block": None,  # pairs: set by its runner to one block of url_id ranges
+        "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
         "verify": params.verify,
         "normalize": params.weighting != "none",
         "rows_unique": False,  # bags: set by its runner, which checks the assumption
@@ -940,13 +941,32 @@ def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
     return max(1, -(-id_span // per_range))
 
 
+def min_hash_differences_fit_integer(path: Path) -> bool:
+    """Whether h_u - h_v of any two min-hashes in this signatures file fits an INTEGER, by the Parquet
+    statistics of its h columns (metadata only). The pipeline's min-hashes are in [0, 2^31), so theirs do;
+    a table of one's own with values of both signs far apart, or without statistics, does not."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError):
+        return False
+    low, high = 0, 0
+    for group in range(meta.num_row_groups):
+        for column in range(1, meta.num_columns):  # h0 .. h{m-1}, after url_id
+            stats = meta.row_group(group).column(column).statistics
+            if stats is None or not stats.has_min_max:
+                return False
+            low, high = min(low, stats.min), max(high, stats.max)
+    return high - low <= 2**31 - 1
+
+
 def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
     in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
     one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
     then marks its columns nullable, as the buckets stage's batches do)."""
     engine = as_engine(con)
-    context = template_context(params)
+    narrow = min_hash_differences_fit_integer(output_path(work, "signatures"))
+    context = template_context(params) | {"narrow_differences": narrow}
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows_per_range = engine.rows_fitting(PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
     n_ranges, first, last = 1, 0, 0

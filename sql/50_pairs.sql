@@ -6,12 +6,13 @@
 --                             standard deviations lower, since the exact Jaccard decides
 -- param:  num_perm BIGINT     m, the signature length
 -- param:  threshold DOUBLE    with verify: the exact weighted Jaccard a pair needs
--- template: hashes = 0..m-1; verify = keep pairs by the exact weighted Jaccard of their bags; block =
---           none, or (u_from, u_to, v_from, v_to): only candidates with u_id in [u_from, u_to) and v_id in
---           [v_from, v_to), so the joins hold two ranges of signatures, not two copies of all, and only
---           those ranges' bags are read (the runner takes blocks with v's range at or after u's, which
---           holds every candidate once as u_id < v_id, when two copies of all signatures would not fit in
---           memory or the ids span over 5M, and orders their union)
+-- template: hashes = 0..m-1; narrow_differences = h_u - h_v fits an INTEGER for every value in the
+--           signatures (else it is taken as BIGINT); verify = keep pairs by the exact weighted Jaccard of
+--           their bags; block = none, or (u_from, u_to, v_from, v_to): only candidates with u_id in
+--           [u_from, u_to) and v_id in [v_from, v_to), so the joins hold two ranges of signatures, not two
+--           copies of all, and only those ranges' bags are read (the runner takes blocks with v's range
+--           at or after u's, which holds every candidate once as u_id < v_id, when two copies of all
+--           signatures would not fit in memory or the ids span over 5M, and orders their union)
 --
 -- Without verify (the paper, sec. 4): keeps candidates whose signatures agree on at least the threshold
 -- fraction of the m positions; that fraction is an unbiased estimate of the weighted Jaccard similarity, so
@@ -21,14 +22,22 @@
 -- of the flattened bags (the rounded weights the signatures estimate) is at least the threshold;
 -- similarity is then that exact value. u < v in byte order of the URLs.
 
+{%- macro difference(i) -%}
+{%- if narrow_differences -%}
+signature_u.h{{ i }} - signature_v.h{{ i }}
+{%- else -%}
+cast(signature_u.h{{ i }} as bigint) - signature_v.h{{ i }}
+{%- endif -%}
+{%- endmacro %}
 with
 
 -- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1. The sign is a TINYINT,
 -- the cheapest form on DuckDB 2.0: at 100k documents (2.3M candidates) this file took 0.94 s, 1.02 s with
--- a CASE or a cast of the comparison, and 1.25 s with 1 - least(|h_u - h_v|, 1). The difference is taken
--- as BIGINT (1-5 % slower than INTEGER; xor() was 10 % slower): a signatures table of one's own may hold
--- any int32, and -2^31 - (2^31 - 1) overflows an INTEGER. TINYINTs add up to 127 at most: summed 100 at a
--- time.
+-- a CASE or a cast of the comparison, and 1.25 s with 1 - least(|h_u - h_v|, 1). The difference is an
+-- INTEGER when the runner finds, by the signatures' Parquet statistics, that it cannot overflow (the
+-- pipeline's min-hashes are in [0, 2^31)); otherwise (a table of one's own may hold any int32, and
+-- -2^31 - (2^31 - 1) overflows an INTEGER) a BIGINT, 2 % slower at 1M URLs and 10-14 % at 10M. xor() was
+-- 10 % slower at 100k. TINYINTs add up to 127 at most: summed 100 at a time.
 candidates_scored as (
     select
         candidates.u_id,
@@ -38,7 +47,7 @@ candidates_scored as (
         {%- for chunk in hashes | batch(100) %}
         - cast(
             {%- for i in chunk %}
-            abs(sign(cast(signature_u.h{{ i }} as bigint) - signature_v.h{{ i }})){{ " +" if not loop.last }}
+            abs(sign({{ difference(i) }})){{ " +" if not loop.last }}
             {%- endfor %}
         as integer)
         {%- endfor %} as n_agree

@@ -160,3 +160,29 @@ def test_min_hashes_anywhere_in_int32_are_compared(tmp_path, verify):
     p = Params(num_perm=4, k=2, l=2, threshold=0.1 if verify else 0.75, verify=verify).resolved(True)
     rows = run_stage(tmp_path, "pairs", p, TABLES | {"signatures": signatures}, {"signatures": schema})
     assert [(r["v"], r["n_agree"]) for r in rows] == [("http://b/", 3)]
+
+
+def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypatch):
+    """The runner takes h_u - h_v as INTEGER (faster) only when the signatures' Parquet statistics show it
+    fits: the pipeline's min-hashes in [0, 2^31) do; both signs far apart, or no statistics, do not. Both
+    forms give the same pairs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql import pipeline
+
+    schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(2)])
+    cases = {
+        "pipeline": ([0, 2**31 - 1], True, True),
+        "negatives": ([-5, 2**31 - 1], True, False),
+        "both_signs": ([-(2**30), 2**30 - 1], True, True),
+        "no_statistics": ([0, 1], False, False),
+    }
+    for name, (values, statistics, fits) in cases.items():
+        table = pa.Table.from_pylist([{"url_id": 1, "h0": values[0], "h1": values[1]}], schema=schema)
+        pq.write_table(table, tmp_path / f"{name}.parquet", write_statistics=statistics)
+        assert pipeline.min_hash_differences_fit_integer(tmp_path / f"{name}.parquet") is fits, name
+
+    narrow = pairs(tmp_path / "narrow", threshold=0.15)
+    monkeypatch.setattr(pipeline, "min_hash_differences_fit_integer", lambda path: False)
+    assert pairs(tmp_path / "wide", threshold=0.15) == narrow and len(narrow) == 1
