@@ -316,6 +316,11 @@ def expected_candidates(histogram: np.ndarray, n_urls: int, k: int, l: int) -> f
     return n_urls * (n_urls - 1) / 2 * rate
 
 
+def planned_work(l: int, n_urls: int, candidates: float) -> float:  # noqa: E741
+    """The planner's cost of l tables on N URLs: l * N band keys plus CANDIDATE_COST per candidate pair."""
+    return l * n_urls + CANDIDATE_COST * candidates
+
+
 def choose_kl_for_sample(
     threshold: float,
     num_perm: int,
@@ -331,7 +336,7 @@ def choose_kl_for_sample(
     cannot see."""
 
     def cost(k: int, l: int) -> float:  # noqa: E741
-        return l * n_urls + CANDIDATE_COST * expected_candidates(histogram, n_urls, k, l)
+        return planned_work(l, n_urls, expected_candidates(histogram, n_urls, k, l))
 
     ks = range(2, min(MAX_K, num_perm) + 1)
     chosen = _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost)

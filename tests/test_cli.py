@@ -251,7 +251,7 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     it; a run giving another recall plans again."""
     import json
 
-    from lshsql.params import CANDIDATE_COST
+    from lshsql.params import planned_work
     from lshsql.plan import plan
 
     work = tmp_path / "w"
@@ -275,7 +275,7 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     def work_expected(recall: float) -> float:
         chosen = plan(0.5, recall=recall, work=work)
         [option] = [o for o in chosen.options if (o.k, o.l) == (chosen.k, chosen.l)]
-        return chosen.l * chosen.n_urls + CANDIDATE_COST * option.candidates
+        return planned_work(chosen.l, chosen.n_urls, option.candidates)
 
     assert work_expected(0.8) < work_expected(0.95)
     assert lshsql(*base).returncode == 0 and tables() == lower  # kept
