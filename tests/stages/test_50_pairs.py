@@ -182,6 +182,12 @@ def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypa
         table = pa.Table.from_pylist([{"url_id": 1, "h0": values[0], "h1": values[1]}], schema=schema)
         pq.write_table(table, tmp_path / f"{name}.parquet", write_statistics=statistics)
         assert pipeline.min_hash_differences_fit_integer(tmp_path / f"{name}.parquet") is fits, name
+    # the h columns by name, wherever a table of one's own puts url_id
+    table = pa.table(
+        {"h0": pa.array([-5], pa.int32()), "h1": pa.array([2**31 - 1], pa.int32()), "url_id": [1]}
+    )
+    pq.write_table(table, tmp_path / "url_id_last.parquet")
+    assert pipeline.min_hash_differences_fit_integer(tmp_path / "url_id_last.parquet") is False
 
     narrow = pairs(tmp_path / "narrow", threshold=0.15)
     monkeypatch.setattr(pipeline, "min_hash_differences_fit_integer", lambda path: False)
