@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 import textwrap
 import time
@@ -144,7 +145,7 @@ def main() -> None:
     except LshsqlError as e:
         if os.environ.get("LSHSQL_DEBUG"):
             raise
-        typer.echo(f"lshsql: error: {e}", err=True)
+        typer.echo(f"lshsql: error: {_printable(str(e))}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         typer.echo("lshsql: error: interrupted", err=True)
@@ -287,6 +288,17 @@ def _json_value(value: object) -> object:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str, lines: bool = True) -> str:
+    """Text as the terminal should show it: control characters (escape sequences a crawled title may
+    carry, tabs; with lines=False newlines too, for a table cell) as spaces, so no page can move the
+    cursor, retitle the window or hide a row."""
+    return (_CONTROL_BUT_NEWLINE if lines else _CONTROL).sub(" ", text)
+
+
 def _print_table(table, fmt: str = "table", wrap_last: bool = False) -> None:
     """Print a Table as aligned text (cells cut at 100 characters, or with `wrap_last` the last column
     wrapped onto more lines), as CSV, or as JSON Lines (one object per row, column names as keys)."""
@@ -299,7 +311,10 @@ def _print_table(table, fmt: str = "table", wrap_last: bool = False) -> None:
             record = {name: _json_value(v) for name, v in zip(table.columns, row, strict=True)}
             typer.echo(json.dumps(record, default=str, ensure_ascii=False, allow_nan=False))
     else:
-        cells = [table.columns, *[["" if v is None else str(v) for v in row] for row in table.rows]]
+        cells = [
+            table.columns,
+            *[["" if v is None else _printable(str(v), lines=False) for v in row] for row in table.rows],
+        ]
         widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(table.columns))]
         indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
         for n, row in enumerate(cells):
@@ -481,6 +496,7 @@ def _run(
 
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
+    from lshsql import manifest, workdir
     from lshsql.engine import open_engine
 
     options = _engine_options(**(spark or {}))
@@ -491,7 +507,9 @@ def _run(
         if options["engine"] == "spark"
         else nullcontext()
     )
-    with spark_session as shared:
+    with workdir.writing(work), spark_session as shared:
+        if force:
+            manifest.set_aside_if_damaged(work)
         if shared:
             options["engine"] = shared
         if crawl:
@@ -764,7 +782,7 @@ def explain(
     else:
         lines = why.url_lines(why.explain_url(work, u, resources))
     for line in lines:
-        typer.echo(line)
+        typer.echo(_printable(line))
 
 
 @app.command(name="eval")
@@ -988,7 +1006,7 @@ def show(
     if format != "table":
         _print_table(table, format)
         return
-    typer.echo(shown.heading(table, work, from_cut, resources))
+    typer.echo(_printable(shown.heading(table, work, from_cut, resources)))
     _print_table(type(table)(table.columns[2:], [row[2:] for row in table.rows]), format)
 
 

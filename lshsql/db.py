@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,8 +53,9 @@ class Resources:
 
 
 def spill_directory(work: str | Path) -> str:
-    """Where DuckDB spills for a work folder: DIR/tmp/duckdb."""
-    return str(Path(work) / "tmp" / "duckdb")
+    """Where DuckDB spills for a work folder: DIR/tmp/duckdb/<pid>, one folder per process, so a reader
+    beside a writer keeps its own, and a writer can remove those of processes that were killed."""
+    return str(Path(work) / "tmp" / "duckdb" / str(os.getpid()))
 
 
 def for_work(work: str | Path, resources: Resources | None = None) -> Resources:
@@ -69,8 +73,7 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
         "preserve_insertion_order": False,
     }
     if resources.temp_directory:
-        Path(resources.temp_directory).mkdir(parents=True, exist_ok=True)
-        config["temp_directory"] = str(resources.temp_directory)
+        config["temp_directory"] = _writable_folder(resources.temp_directory)
     try:
         con = duckdb.connect(str(database), config=config)
     except duckdb.Error as e:
@@ -86,6 +89,40 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
         yield con
     finally:
         con.close()
+        if resources.temp_directory:
+            with contextlib.suppress(
+                OSError
+            ):  # emptied by DuckDB on close; kept if another connection spills
+                Path(config["temp_directory"]).rmdir()
+
+
+@contextmanager
+def database_file(path: Path) -> Iterator[str]:
+    """A path DuckDB can open as a database file for `path`. DuckDB reads a '?' in a database path as the
+    start of options, so such a file is opened in a temporary folder and copied back when closed."""
+    if "?" not in str(path):
+        yield str(path)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / path.name
+        if path.exists():
+            shutil.copyfile(path, database)
+        yield str(database)
+        copy = path.with_name(path.name + ".new")
+        shutil.copyfile(database, copy)
+        os.replace(copy, path)
+
+
+def _writable_folder(folder: str) -> str:
+    """`folder`, made; or, where it cannot be (a read-only work folder a reader queries), a folder of this
+    process under the system's temporary directory."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return folder
+    except OSError:
+        fallback = Path(tempfile.gettempdir()) / f"lshsql-spill-{os.getpid()}"
+        fallback.mkdir(parents=True, exist_ok=True)
+        return str(fallback)
 
 
 def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = None):

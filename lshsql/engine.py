@@ -214,7 +214,7 @@ def materialize_in_parts(
     try:
         for number, context in enumerate(contexts):
             engine.materialize(sql, params, Path(parts) / f"part-{number:05d}.parquet", context)
-        engine.register({"parts": str(Path(parts) / "*.parquet")})
+        engine.register({"parts": sorted(str(p) for p in Path(parts).glob("*.parquet"))})
         return engine.materialize_query(combine, {}, out, compression, table=table)
     finally:
         shutil.rmtree(parts, ignore_errors=True)

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lshsql import db, labels, manifest, pipeline, sqlfiles, udf, urls
+from lshsql import db, labels, manifest, pipeline, sqlfiles, udf, urls, workdir
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 
@@ -81,6 +81,7 @@ def site_unit(site: str) -> tuple[str, str]:
     return host, "domain" if urls.registered_domain(host) == host else "host"
 
 
+@workdir.writer
 def environment(
     work: str | Path,
     site: str,

@@ -20,7 +20,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql import __version__, db, manifest, sqlfiles, urls
+from lshsql import __version__, db, manifest, sqlfiles, urls, workdir
 from lshsql.engine import as_engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError
 from lshsql.pipeline import output_path
@@ -65,6 +65,7 @@ def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches:
     )
 
 
+@workdir.writer
 def evaluate(
     work: str | Path,
     threshold: float | None = None,

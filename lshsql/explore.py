@@ -61,7 +61,9 @@ def _register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, s
     for relation, error in register_outputs(con, work).items():
         path = work / "fragments" if relation == "fragments" else output_path(work, relation)
         token = f"lshsql: unreadable output {relation}"  # the SQL holds no text of the user's (the path)
-        messages[token] = unreadable(path, error, _remake(work, relation))
+        messages[token] = (
+            str(error) if isinstance(error, InputError) else unreadable(path, error, _remake(work, relation))
+        )
         _failing_view(con, relation, token)
     return messages
 

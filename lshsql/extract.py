@@ -13,10 +13,12 @@ and Spark runs sql/01..05: the same rows as DuckDB writes.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
 import shutil
+import signal
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from lshsql import db, manifest, schemas, sqlfiles, urls
+from lshsql import db, manifest, schemas, sqlfiles, urls, workdir
 from lshsql.anchors import parse_page, sniff_skip_reason
 from lshsql.engine import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
@@ -157,14 +159,30 @@ def extract(
         >>> summary = extract(["examples/crawl.warc.gz"], "work")  # doctest: +SKIP
         >>> summary.pages_used  # doctest: +SKIP
     """
+    _on_spark(engine)  # an unknown engine is refused before the folder is made
+    with workdir.writing(work):
+        manifest.set_aside_if_damaged(work)  # a new extraction: the stages after it rerun anyway
+        return _extract(crawl, Path(work), params, resources, progress, engine, spark_master, spark_conf)
+
+
+def _extract(
+    crawl: list[str],
+    work: Path,
+    params: ExtractParams,
+    resources: db.Resources | None,
+    progress: Progress | None,
+    engine: str | Engine,
+    spark_master: str,
+    spark_conf: dict[str, str] | None,
+) -> ExtractSummary:
     started = time.perf_counter()
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
-    work = Path(work)
     resources = db.for_work(work, resources)
     raw_dir = work / "tmp" / "extract"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)
+    staged = workdir.staging(work)
     try:
         if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
             n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
@@ -173,15 +191,21 @@ def extract(
                 n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
-            _finalize(stage_engine, raw_dir, work, params.buckets)
+            _finalize(stage_engine, raw_dir, staged, params.buckets)
+        with db.connect(resources) as con:
+            summary = _count(con, staged)
+        summary = ExtractSummary(
+            **{
+                **summary.__dict__,
+                "work": work,
+                "seconds": time.perf_counter() - started,
+                "files": [s.path for s in sources],
+            }
+        )
+        _record(work, staged, sources, params, summary)
     finally:
         shutil.rmtree(raw_dir, ignore_errors=True)
-    with db.connect(resources) as con:
-        summary = _count(con, work)
-    summary = ExtractSummary(
-        **{**summary.__dict__, "seconds": time.perf_counter() - started, "files": [s.path for s in sources]}
-    )
-    _record(work, sources, params, summary)
+        shutil.rmtree(staged, ignore_errors=True)
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
         raise InputError(f"no usable HTML page among {summary.records_read} records ({reasons})")
@@ -232,7 +256,11 @@ def write_raw_tables(
     rows streamed, in input order, to raw_dir/<table>.parquet; returns the number of records read. `parse`
     must be picklable (a module-level function or a partial of one)."""
     writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pool = (
+        ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+        if workers > 1
+        else None
+    )
     pending: deque[Future | tuple] = deque()
     n_read = n_size = 0
 
@@ -261,6 +289,21 @@ def write_raw_tables(
         for writer in writers.values():
             writer.close()
     return n_read
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process: be killed when the main process dies, by any signal (kill -9 too), rather
+    than parse on for nobody. Linux's PR_SET_PDEATHSIG; elsewhere workers end when their queue closes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def _result(item: Future | tuple) -> tuple:
@@ -566,15 +609,11 @@ def _count(con, work: Path) -> ExtractSummary:
         "select skip_reason, is_internal, count(*) from read_parquet($p) group by all",
         {"p": str(work / "links.parquet")},
     ).fetchall()
+    fragment_files = workdir.fragment_files(work)
     fragments = con.execute(
-        "select kind, count(*) from read_parquet($p) group by all",
-        {"p": str(work / "fragments" / "*" / "*.parquet")},
+        "select kind, count(*) from read_parquet($p) group by all", {"p": fragment_files}
     ).fetchall()
-    n_urls = db.scalar(
-        con,
-        "select count(distinct url) from read_parquet($p)",
-        {"p": str(work / "fragments" / "*" / "*.parquet")},
-    )
+    n_urls = db.scalar(con, "select count(distinct url) from read_parquet($p)", {"p": fragment_files})
     aliases = con.execute(
         "select kind, count(*), sum(links_collapsed) from read_parquet($p) group by all order by kind",
         {"p": str(work / "url_aliases.parquet")},
@@ -626,15 +665,26 @@ def extract_if_changed(
 ) -> ExtractSummary | None:
     """Run `extract` unless the work folder already holds it for the same inputs and parameters (whichever
     engine wrote it: both write the same rows). `engine_options`: engine, spark_master, spark_conf."""
-    entry = manifest.read(work)["stages"].get("extract", {})
-    same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
-    outputs = all((Path(work) / name).exists() for name in ("pages.parquet", "url_aliases.parquet"))
-    if same and not force and outputs:
-        return None
-    return extract(crawl, work, params, resources, progress, **engine_options)
+    with workdir.writing(work):
+        if force:
+            manifest.set_aside_if_damaged(work)
+        entry = manifest.read(work)["stages"].get("extract", {})
+        same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
+        if same and not force and extraction_whole(work, workdir.EXTRACT_TABLES):
+            return None
+        return extract(crawl, work, params, resources, progress, **engine_options)
 
 
-def _record(work: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary) -> None:
+def extraction_whole(work: str | Path, tables: tuple[str, ...]) -> bool:
+    """The folder holds a whole extraction: every file its manifest entry lists, and the tables."""
+    work = Path(work)
+    return workdir.extraction_problem(work) is None and all((work / name).exists() for name in tables)
+
+
+def _record(
+    work: Path, staged: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary
+) -> None:
+    """Switch the staged tables in and record the manifest's extract entry (with every file's size)."""
     counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
     entry = {
         "fingerprint": fingerprint(sources, params),
@@ -644,4 +694,4 @@ def _record(work: Path, sources: list[Source], params: ExtractParams, summary: E
         "counts": counts,
         "seconds": round(summary.seconds, 3),
     }
-    manifest.record_stage(work, "extract", entry)
+    workdir.publish_extraction(work, staged, workdir.EXTRACT_TABLES, entry)

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree
+from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree, workdir
 from lshsql.engine import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.params import MAX_K, Params
@@ -110,6 +110,7 @@ class HierarchySummary:
         return out
 
 
+@workdir.writer
 def hierarchy(
     work: str | Path,
     params: HierarchyParams = HierarchyParams(),
@@ -276,6 +277,7 @@ def _exact_merges(engine: Engine, work: Path, params: HierarchyParams) -> None:
     )
 
 
+@workdir.writer
 def cut(
     work: str | Path, threshold: float, resources: db.Resources | None = None, out: str | Path | None = None
 ) -> tuple[Path, dict]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lshsql import db, manifest, schemas
+from lshsql import db, manifest, schemas, workdir
 from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
 from lshsql.engine import open_engine
 from lshsql.errors import InputError, ParamError
@@ -31,6 +31,7 @@ from lshsql.extract import (
     _inputs,
     _normalizer,
     _Rows,
+    extraction_whole,
     surface_batch,
     write_raw_tables,
 )
@@ -160,22 +161,55 @@ def ingest(
         >>> summary = ingest(["docs.jsonl"], "work")  # doctest: +SKIP
         >>> summary.pages_used  # doctest: +SKIP
     """
+    with workdir.writing(work):
+        return _ingest(paths, Path(work), params, resources, progress)
+
+
+def _ingest(
+    paths: list[str],
+    work: Path,
+    params: IngestParams,
+    resources: db.Resources | None,
+    progress: Progress | None,
+) -> IngestSummary:
     started = time.perf_counter()
     sources = resolve_documents(paths, params.format)
-    work = Path(work)
     resources = db.for_work(work, resources)
     raw_dir = work / "tmp" / "ingest"
     shutil.rmtree(raw_dir, ignore_errors=True)
     raw_dir.mkdir(parents=True)
+    staged = workdir.staging(work)
+    try:
+        summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
+        _record(work, staged, sources, params, summary)
+    finally:
+        shutil.rmtree(raw_dir, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
+    if summary.pages_used == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
+        raise InputError(f"no usable document among {summary.records_read} records ({reasons})")
+    return summary
+
+
+def _ingest_into(
+    staged: Path,
+    sources: list[DocSource],
+    work: Path,
+    params: IngestParams,
+    resources: db.Resources,
+    progress: Progress | None,
+    raw_dir: Path,
+    started: float,
+) -> IngestSummary:
+    """Normalize the documents and write the final tables into `staged`."""
     n_read = _normalize_all(sources, params, resources.threads, raw_dir, progress)
     if n_read == 0:
         raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
     with open_engine("duckdb", resources) as engine:
-        _finalize(engine, raw_dir, work, params.buckets)
-        counts = _count(engine.con, work)
-        labels = _write_labels(engine.con, raw_dir, work)
-    shutil.rmtree(raw_dir, ignore_errors=True)
-    summary = IngestSummary(
+        _finalize(engine, raw_dir, staged, params.buckets)
+        counts = _count(engine.con, staged)
+        labels = _write_labels(engine.con, raw_dir, staged)
+    return IngestSummary(
         work=work,
         records_read=counts.records_read,
         pages_used=counts.pages_used,
@@ -189,11 +223,6 @@ def ingest(
         seconds=time.perf_counter() - started,
         files=[s.path for s in sources],
     )
-    _record(work, sources, params, summary)
-    if summary.pages_used == 0:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
-        raise InputError(f"no usable document among {summary.records_read} records ({reasons})")
-    return summary
 
 
 def ingest_if_changed(
@@ -205,14 +234,14 @@ def ingest_if_changed(
     force: bool = False,
 ) -> IngestSummary | None:
     """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
-    entry = manifest.read(work)["stages"].get("extract", {})
-    same = entry.get("fingerprint") == fingerprint(resolve_documents(paths, params.format), params)
-    outputs = all(
-        (Path(work) / name).exists() for name in ("pages.parquet", "labels.parquet", "url_aliases.parquet")
-    )
-    if same and outputs and not force:
-        return None
-    return ingest(paths, work, params, resources, progress)
+    with workdir.writing(work):
+        if force:
+            manifest.set_aside_if_damaged(work)
+        entry = manifest.read(work)["stages"].get("extract", {})
+        same = entry.get("fingerprint") == fingerprint(resolve_documents(paths, params.format), params)
+        if same and not force and extraction_whole(work, workdir.INGEST_TABLES):
+            return None
+        return ingest(paths, work, params, resources, progress)
 
 
 # --- reading and normalizing ------------------------------------------------------------------------
@@ -339,8 +368,11 @@ def fingerprint(sources: list[DocSource], params: IngestParams) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _record(work: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary) -> None:
-    """The manifest's 'extract' entry, as extract writes it, marked kind 'documents'."""
+def _record(
+    work: Path, staged: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary
+) -> None:
+    """Switch the staged tables in; the manifest's 'extract' entry, as extract writes it, marked kind
+    'documents'."""
     counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
     entry = {
         "fingerprint": fingerprint(sources, params),
@@ -350,4 +382,4 @@ def _record(work: Path, sources: list[DocSource], params: IngestParams, summary:
         "counts": counts,
         "seconds": round(summary.seconds, 3),
     }
-    manifest.record_stage(work, "extract", entry)
+    workdir.publish_extraction(work, staged, workdir.INGEST_TABLES, entry)

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lshsql.errors import InputError
+
 MANIFEST = "manifest.json"
 
 
@@ -54,10 +56,32 @@ def file_identity(path: str | Path) -> str | None:
 
 
 def read(work: str | Path) -> dict[str, Any]:
+    """The manifest ({"stages": {}} where there is none); InputError for a damaged one."""
     path = Path(work) / MANIFEST
-    if not path.exists():
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return {"stages": {}}
-    return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path} is damaged ({_reason(e)}); rerun with --force") from None
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise InputError(f"{path} is damaged (not a manifest); rerun with --force")
+    return data
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return " ".join(str(error).split())
+
+
+def set_aside_if_damaged(work: str | Path) -> None:
+    """--force on a folder whose manifest is damaged: keep it as manifest.json.damaged and start afresh."""
+    path = Path(work) / MANIFEST
+    try:
+        read(work)
+    except InputError:
+        os.replace(path, path.with_name(MANIFEST + ".damaged"))
 
 
 def record_stage(work: str | Path, stage: str, entry: dict[str, Any]) -> None:
@@ -71,6 +95,6 @@ def record_stage(work: str | Path, stage: str, entry: dict[str, Any]) -> None:
 def write(work: str | Path, data: dict[str, Any]) -> None:
     """Write the whole manifest atomically (a crash never leaves half a file)."""
     path = Path(work) / MANIFEST
-    tmp = path.with_suffix(".json.tmp")
+    tmp = path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)

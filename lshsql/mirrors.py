@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lshsql import db, manifest, pipeline, schemas, sqlfiles
+from lshsql import db, manifest, pipeline, schemas, sqlfiles, workdir
 from lshsql.errors import InputError, ParamError
 from lshsql.explore import Table, clustering_path, open_work
 
@@ -18,6 +18,7 @@ SQL = "90_mirrors.sql"
 SOURCES = ("clusters", "cut")
 
 
+@workdir.writer
 def mirrors(
     work: str | Path,
     from_cut: bool = False,

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf
+from lshsql import __version__, db, family, labels, manifest, schemas, sqlfiles, udf, workdir
 from lshsql.engine import Engine, as_engine, materialize_in_parts, open_engine
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import MAX_COPIES, Params, tables_recall
@@ -114,7 +114,8 @@ def _output_exists(work: Path, relation: str, entry: dict) -> bool:
 def input_paths(work: Path, relation: str) -> str | list[str]:
     """Parquet file(s) of a relation in the work folder; fragments are bucketed into a folder."""
     if relation == "fragments":
-        files = sorted(str(p) for p in (work / "fragments").glob("bucket=*/*.parquet"))
+        workdir.require_extraction(work)
+        files = workdir.fragment_files(work)
         if not files:
             raise InputError(f"{work}: no fragments: run `lshsql extract` first, or give a crawl or --bags")
         return files
@@ -152,14 +153,34 @@ def run(
     Example:
         >>> summary = run("work/example", Params(threshold=0.5))  # doctest: +SKIP
     """
-    work = Path(work)
-    work.mkdir(parents=True, exist_ok=True)
+    with workdir.writing(work):
+        return _run(Path(work), params, bags, resources, force, only, log, engine, spark_master, spark_conf)
+
+
+def _run(
+    work: Path,
+    params: Params,
+    bags: str | Path | None,
+    resources: db.Resources | None,
+    force: bool,
+    only: tuple[str, ...] | None,
+    log: Log | None,
+    engine: str | Engine,
+    spark_master: str,
+    spark_conf: dict[str, str] | None,
+) -> RunSummary:
+    if bags is not None and not Path(bags).exists():
+        raise InputError(f"{bags}: no such file (--bags takes a Parquet file of url, term, optional weight)")
+    if force:
+        manifest.set_aside_if_damaged(work)
     if bags is None and not (work / "fragments").exists():
         bags = _user_bags_source(work)  # a folder started from --bags goes on from the same table
     requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
     params = params.resolved(from_bags=bags is not None)
     resources = db.for_work(work, resources)
+    if bags is None:
+        workdir.require_extraction(work)
     summary = RunSummary(work, params)
     previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
@@ -369,11 +390,18 @@ def _register(con, work: Path, relations: tuple[str, ...]) -> None:
     engine.register({r: input_paths(work, r) for r in relations})
 
 
-def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, duckdb.Error]:
+def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Exception]:
     """A view for every output the work folder has (an output not made yet, or a --bags table that is gone,
-    simply has none). Returns the outputs DuckDB could not open (a truncated file), with its error."""
-    unopened = {}
+    simply has none). Returns the outputs that cannot be read, with the error: a file DuckDB could not open
+    (a truncated file), or the tables of an extraction that is not whole (an InputError saying so)."""
+    unopened: dict[str, Exception] = {}
+    try:
+        workdir.require_extraction(work)
+    except InputError as e:
+        unopened = dict.fromkeys(("pages", "links", "fragments", "url_aliases", "surface_forms", "labels"), e)
     for relation in CATALOG_RELATIONS:
+        if relation in unopened:
+            continue
         try:
             _register(con, work, (relation,))
         except (InputError, StageError):
@@ -417,6 +445,12 @@ def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tup
     source = Path(bags).resolve()
     _register_user_bags(engine, source)
     counts = _count_user_bags(engine)
+    if counts["rows"] == 0:
+        unusable = ", ".join(f"{n:,} {reason}" for reason, n in counts.items() if reason != "rows" and n)
+        raise InputError(
+            f"{bags}: no usable row (a url, a term and a positive weight)"
+            + (f": {unusable}" if unusable else ": the table is empty")
+        )
     output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
     skipped = {k: v for k, v in counts.items() if k != "rows" and v}
     return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
@@ -1124,7 +1158,7 @@ def write_catalog(work: Path) -> Path:
     """DIR/lshsql.duckdb: a view per output table, so `duckdb DIR/lshsql.duckdb` answers ad-hoc SQL.
     The views read the Parquet files by absolute path and need no UDF."""
     path = work / CATALOG
-    with duckdb.connect(str(path)) as con:
+    with db.database_file(path) as database, duckdb.connect(database) as con:
         for relation in ("user_bags", *CATALOG_RELATIONS):
             con.execute(f"drop view if exists {relation}").fetchall()
         user_bags = _user_bags_source(work)
@@ -1152,8 +1186,8 @@ def _view_source(work: Path, relation: str) -> str | None:
     if relation == "fragments":
         if not (work / "fragments").exists():
             return None
-        pattern = _literal(str((work / "fragments").resolve() / "*" / "*.parquet"))
-        return f"read_parquet({pattern}, hive_partitioning = true)"
+        files = ", ".join(_literal(str(Path(f).resolve())) for f in workdir.fragment_files(work))
+        return f"read_parquet([{files}], hive_partitioning = true)" if files else None
     path = output_path(work, relation)
     return f"read_parquet({_literal(str(path.resolve()))})" if path.exists() else None
 
