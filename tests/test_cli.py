@@ -216,7 +216,9 @@ def test_query_runs_with_the_resources_it_is_given(tmp_path):
     with duckdb.connect(config={"memory_limit": "300MB"}) as con:  # as this DuckDB shows 300MB
         shown = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
     assert (threads, memory) == ("1", shown)
-    assert Path(temp).parent == tmp_path / "w" / "tmp" / "duckdb"  # its own folder there: DIR/tmp/duckdb/<pid>
+    assert (
+        Path(temp).parent == tmp_path / "w" / "tmp" / "duckdb"
+    )  # its own folder there: DIR/tmp/duckdb/<pid>
     assert Path(temp).name.isdigit()
 
 

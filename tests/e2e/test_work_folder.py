@@ -273,7 +273,17 @@ def test_workers_die_with_the_main_process(tmp_path, sig):
     page = "<title>t</title>" + " ".join(f"<a href='/p{i}'>word{i} text</a> more words" for i in range(3000))
     write_warc(crawl, [html_response(f"http://site.example/{n}", page) for n in range(400)])
     main = subprocess.Popen(
-        [sys.executable, "-m", "lshsql", "extract", str(crawl), "--work", str(tmp_path / "w"), "--threads", "2"],
+        [
+            sys.executable,
+            "-m",
+            "lshsql",
+            "extract",
+            str(crawl),
+            "--work",
+            str(tmp_path / "w"),
+            "--threads",
+            "2",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
