@@ -243,6 +243,38 @@ def http_skip_reason(status: int | None, content_type: str | None) -> str | None
 
 # --- JSON Lines -------------------------------------------------------------------------------------
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_STATUSES = range(1000)  # an HTTP status code is three digits
+
+
+def json_object(line: bytes) -> dict | None:
+    """The JSON object on a line; None for anything else (bad JSON or UTF-8, an array, nesting too deep
+    for the parser)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def clean_text(text: str) -> str:
+    """text with each lone surrogate, legal in JSON but not encodable as UTF-8 (Arrow refuses it),
+    replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def optional_text(obj: dict, key: str, default: str | None = None) -> tuple[bool, str | None]:
+    """(ok, value) of an optional string field: absent gives the default, null None, a string its
+    cleaned text; any other type is not ok (the record is skipped as `bad_value`)."""
+    value = obj.get(key, default)
+    if value is None or isinstance(value, str):
+        return True, value if value is None else clean_text(value)
+    return False, None
+
 
 def _iter_jsonl(path: str, max_bytes: int) -> Iterator[Record]:
     opener = gzip.open if _is_gzip(path) else open
@@ -261,25 +293,30 @@ def _is_gzip(path: str) -> bool:
 
 
 def _jsonl_record(line: bytes, path: str, offset: int, max_bytes: int) -> Record:
+    """One line as a Record: a field of the wrong type (or a status out of range) is `bad_value`, lone
+    surrogates in strings become U+FFFD, so no value read can fail later in Arrow or DuckDB."""
     base = {"url": None, "record_type": "jsonl", "source_file": path, "source_offset": offset}
-    try:
-        obj = json.loads(line)
-    except ValueError:
+    obj = json_object(line)
+    if obj is None:
         return Record(**base, skip_reason="bad_json")
-    if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
-        return Record(**base, skip_reason="missing_url")
-    base["url"] = obj["url"]
+    ok, url = optional_text(obj, "url")
+    if url is None:
+        return Record(**base, skip_reason="missing_url" if ok else "bad_value")
+    base["url"] = url
     status = obj.get("status", 200)
-    status = status if isinstance(status, int) and not isinstance(status, bool) else None
-    location = _location(status, obj.get("location"))
-    html = obj.get("html")
-    if not isinstance(html, str):
+    ok_status = status is None or (type(status) is int and status in _STATUSES)
+    fields = [optional_text(obj, key) for key in ("html", "location")]
+    fields.append(optional_text(obj, "content_type", "text/html; charset=utf-8"))
+    if not ok_status or not all(ok for ok, _ in fields):
+        return Record(**base, skip_reason="bad_value")
+    (_, html), (_, location), (_, content_type) = fields
+    location = _location(status, location)
+    if html is None:
         if location is None:
             return Record(**base, skip_reason="missing_html")
         html = ""  # a redirect needs no body
-    content_type = obj.get("content_type", "text/html; charset=utf-8")
     base.update(status=status, content_type=content_type)
-    reason = http_skip_reason(base["status"], content_type)
+    reason = http_skip_reason(status, content_type)
     body = html.encode("utf-8")
     if reason is None and len(body) > max_bytes:
         reason = "too_large"

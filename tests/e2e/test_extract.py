@@ -306,3 +306,37 @@ def test_extract_refuses_an_unknown_engine_before_reading_and_leaves_no_scratch(
     with pytest.raises(InputError, match="empty crawl"):  # a failure after parsing: no scratch left
         extract([str(tmp_path / "site")], tmp_path / "w2")
     assert (tmp_path / "w2").exists() and not (tmp_path / "w2" / "tmp" / "extract").exists()
+
+
+def test_jsonl_bad_values_never_stop_the_extract(tmp_path):
+    """Wrong types, lone surrogates (url, html, an href in it, content_type, location) and a status out of
+    the int32 column's range reach neither Arrow nor DuckDB: each record is used or skipped."""
+    path = tmp_path / "pages.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                '{"url": "http://a.example/", "html": "<title>A</title><a href=\\"/b\\ud800\\">to b</a>"}',
+                '{"url": "http://a.example/\\ud800", "html": "<title>S\\udc00</title>"}',
+                '{"url": "http://a.example/ct", "html": "<p>x</p>", "content_type": 5}',
+                '{"url": "http://a.example/st", "html": "<p>x</p>", "status": 99999999999999}',
+                '{"url": "http://a.example/nan", "html": "<p>x</p>", "status": NaN}',
+                '{"url": "http://a.example/r", "status": 301, "location": "/c\\ud800"}',
+                '{"url": 5, "html": "<p>x</p>"}',
+                "[" * 100_000,
+            ]
+        )
+        + "\n",
+        encoding="ascii",
+    )
+    s = run([path], tmp_path / "w")
+    assert s.records_read == 8 == s.pages_used + sum(s.skipped.values())
+    assert (s.pages_used, s.skipped) == (2, {"bad_value": 4, "bad_json": 1, "http_status": 1})
+    w = tmp_path / "w"
+    assert rows(f"select url, title from '{w}/pages.parquet' where skip_reason is null order by url") == [
+        ("http://a.example/", "A"),
+        ("http://a.example/%EF%BF%BD", "S\ufffd"),
+    ]
+    assert rows(f"select target_url from '{w}/links.parquet'") == [("http://a.example/b%EF%BF%BD",)]
+    assert rows(f"select redirect_url from '{w}/pages.parquet' where redirect_url is not null") == [
+        ("http://a.example/c%EF%BF%BD",)
+    ]

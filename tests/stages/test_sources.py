@@ -179,3 +179,54 @@ def test_files_that_are_not_crawls_are_refused(tmp_path, content, message):
 def test_missing_path_is_refused(tmp_path):
     with pytest.raises(InputError, match="no such file or directory"):
         resolve_sources([str(tmp_path / "nope.warc.gz")])
+
+
+def test_jsonl_values_of_a_wrong_type_are_skipped_as_bad_value(tmp_path):
+    """Every type JSON (and Python's json: NaN) can give, in every field: a wrong one is `bad_value`."""
+    page = {"url": "http://a.example/", "html": "<p>x</p>"}
+    path = write_jsonl(
+        tmp_path / "pages.jsonl",
+        [
+            page,
+            {**page, "content_type": 5},
+            {**page, "content_type": ["text/html"]},
+            {**page, "status": 99999999999999},  # out of range of the int32 column
+            {**page, "status": -1},
+            {**page, "status": True},
+            {**page, "status": 200.0},
+            {**page, "status": float("nan")},
+            {**page, "status": "200"},
+            {**page, "html": 5},
+            {**page, "html": {"p": "x"}},
+            {**page, "status": 301, "location": 5},
+            {**page, "url": 5},
+            {**page, "url": None},
+            {**page, "status": None},  # null: no status, as before
+            "[1, 2]",  # JSON, not an object
+            "[" * 100_000 + "]" * 100_000,  # nested deeper than the parser can go
+        ],
+    )
+    assert reasons(Source(str(path), "jsonl")) == [
+        ("http://a.example/", None),
+        *[("http://a.example/", "bad_value")] * 11,
+        (None, "bad_value"),
+        (None, "missing_url"),
+        ("http://a.example/", "http_status"),
+        (None, "bad_json"),
+        (None, "bad_json"),
+    ]
+
+
+def test_jsonl_lone_surrogates_become_replacement_characters(tmp_path):
+    path = tmp_path / "pages.jsonl"
+    path.write_text(
+        '{"url": "http://a.example/\\ud800", "html": "<a href=\\"/x\\udfff\\">a\\ud800</a>", '
+        '"content_type": "text/html; charset=\\ud800"}\n'
+        '{"url": "http://a.example/r", "status": 301, "location": "/y\\ud800"}\n',
+        encoding="ascii",
+    )
+    used, redirect = iter_records(Source(str(path), "jsonl"), MAX)
+    assert used.skip_reason is None and used.url == "http://a.example/\ufffd"
+    assert used.body.decode("utf-8") == '<a href="/x\ufffd">a\ufffd</a>'
+    assert used.content_type == "text/html; charset=\ufffd"
+    assert (redirect.skip_reason, redirect.location) == ("http_status", "/y\ufffd")
