@@ -7,7 +7,6 @@ by record batch, SGML by <REUTERS> element) so memory does not grow with the siz
 
 from __future__ import annotations
 
-import gzip
 import html
 import math
 import os
@@ -20,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lshsql.errors import InputError
-from lshsql.sources import clean_text, expand_paths, json_object
+from lshsql.sources import clean_text, expand_paths, json_object, jsonl_lines
 
 FORMATS = ("auto", "jsonl", "parquet", "reuters")
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")
@@ -93,7 +92,8 @@ def sniff_format(path: str) -> str:
 
 def iter_documents(source: DocSource, id_column: str = "id", text_column: str = "text") -> Iterator[Document]:
     """Yield every record of one source, in file order; a file that breaks while it is read (a corrupt
-    Parquet page or gzip stream, a file removed meanwhile) stops the ingest with a one-line error."""
+    Parquet page, a file removed meanwhile) stops the ingest with a one-line error, except JSON Lines cut
+    after its first line, whose records before the break are kept (`read_error` counts the break)."""
     if source.kind == "parquet":
         records = _iter_parquet(source.path, id_column, text_column)
     elif source.kind == "reuters":
@@ -110,23 +110,18 @@ def iter_documents(source: DocSource, id_column: str = "id", text_column: str = 
 
 
 def _iter_jsonl(path: str, id_column: str, text_column: str) -> Iterator[Document]:
-    """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file."""
-    with open(path, "rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
-    offset = 0
-    try:
-        with (gzip.open if gzipped else open)(path, "rb") as f:
-            for line in f:
-                start, offset = offset, offset + len(line)
-                if not line.strip():
-                    continue
-                obj = json_object(line)
-                if obj is None:
-                    yield Document(None, "document", path, start, skip_reason="bad_json")
-                    continue
-                yield _document(obj, path, start, id_column, text_column)
-    except (OSError, EOFError) as e:  # a truncated or corrupt gzip file
-        raise InputError(f"{path}: cannot read as JSON Lines: {e}") from None
+    """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file. A file
+    cut (or corrupt) after its first line keeps the documents before the break and ends with one
+    `read_error` record (sources.jsonl_lines)."""
+    for offset, line in jsonl_lines(path):
+        if line is None:
+            yield Document(None, "unreadable", path, offset, skip_reason="read_error")
+            continue
+        obj = json_object(line)
+        if obj is None:
+            yield Document(None, "document", path, offset, skip_reason="bad_json")
+        else:
+            yield _document(obj, path, offset, id_column, text_column)
 
 
 def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Document]:

@@ -247,6 +247,25 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _STATUSES = range(1000)  # an HTTP status code is three digits
 
 
+def jsonl_lines(path: str) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, line) of each non-blank line of a JSON Lines file, plain or gzipped (offsets in the
+    decompressed stream). A file that breaks while read (a cut or corrupt gzip stream) ends with
+    (offset, None) after the lines before the break, so those are kept and the break counted once; one
+    that breaks before its first line is an InputError, like a crawl file that cannot be read at all."""
+    offset = n_lines = 0
+    try:
+        with (gzip.open if _is_gzip(path) else open)(path, "rb") as f:
+            for line in f:
+                start, offset = offset, offset + len(line)
+                if line.strip():
+                    n_lines += 1
+                    yield start, line
+    except (OSError, EOFError, zlib.error) as e:
+        if n_lines == 0:
+            raise InputError(f"{path}: cannot read as JSON Lines: {_one_line(e)}") from None
+        yield offset, None
+
+
 def json_object(line: bytes) -> dict | None:
     """The JSON object on a line; None for anything else (bad JSON or UTF-8, an array, nesting too deep
     for the parser)."""
@@ -277,14 +296,11 @@ def optional_text(obj: dict, key: str, default: str | None = None) -> tuple[bool
 
 
 def _iter_jsonl(path: str, max_bytes: int) -> Iterator[Record]:
-    opener = gzip.open if _is_gzip(path) else open
-    offset = 0
-    with opener(path, "rb") as f:
-        for line in f:
-            start, offset = offset, offset + len(line)
-            if not line.strip():
-                continue
-            yield _jsonl_record(line, path, start, max_bytes)
+    for offset, line in jsonl_lines(path):
+        if line is None:
+            yield Record(None, "unreadable", path, offset, skip_reason="read_error")
+        else:
+            yield _jsonl_record(line, path, offset, max_bytes)
 
 
 def _is_gzip(path: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import duckdb
@@ -340,3 +341,23 @@ def test_jsonl_bad_values_never_stop_the_extract(tmp_path):
     assert rows(f"select redirect_url from '{w}/pages.parquet' where redirect_url is not null") == [
         ("http://a.example/c%EF%BF%BD",)
     ]
+
+
+def test_a_cut_gzip_jsonl_keeps_its_pages_and_counts_the_cut(tmp_path, monkeypatch, capsys):
+    """The command, not a bare 'Aborted!': the pages before the cut are used and the cut is a read_error."""
+    from lshsql import cli
+    from tests.stages.test_sources import cut_gzip_jsonl
+
+    crawl = cut_gzip_jsonl(tmp_path / "cut.jsonl.gz", 400, 0.5)
+    argv = ["lshsql", "extract", str(crawl), "--work", str(tmp_path / "w"), "--threads", "1", "--quiet"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 0 and not err
+    assert "  skipped read_error: 1" in out
+    [(n_used, n_cut)] = rows(
+        f"select count(*) filter (skip_reason is null), count(*) filter (skip_reason = 'read_error') "
+        f"from '{tmp_path}/w/pages.parquet'"
+    )
+    assert n_used > 50 and n_cut == 1

@@ -369,7 +369,8 @@ def test_reuters_21578_all_files(tmp_path):
 
 
 def test_a_file_that_breaks_while_read_is_a_one_line_error(tmp_path):
-    """A corrupt data page of a Parquet file, a truncated gzip stream: InputError, never a traceback."""
+    """A corrupt data page of a Parquet file, a gzip stream cut before its first line: InputError, never a
+    traceback."""
     table = pa.table(
         {"id": [str(i) for i in range(20000)], "text": [f"words {i} more {i * 7}" for i in range(20000)]}
     )
@@ -380,13 +381,27 @@ def test_a_file_that_breaks_while_read_is_a_one_line_error(tmp_path):
         data[i] ^= 0xFF
     parquet.write_bytes(bytes(data))
     jsonl = tmp_path / "docs.jsonl.gz"
-    whole = gzip.compress(
-        "".join(json.dumps({"id": str(i), "text": "x y z"}) + "\n" for i in range(5000)).encode()
-    )
-    jsonl.write_bytes(whole[: len(whole) // 2])
+    jsonl.write_bytes(cut_gzip_documents(5000, 0.002))  # cut before its first line
     for path in (parquet, jsonl):
         with pytest.raises(InputError, match="cannot be read|cannot read|not a readable"):
             ingest([str(path)], tmp_path / f"w-{path.stem}", IngestParams())
+
+
+def cut_gzip_documents(n: int, keep: float) -> bytes:
+    """A gzipped JSON Lines file of n documents, cut after `keep` of its compressed bytes."""
+    lines = "".join(json.dumps({"id": str(i), "text": f"x y z {i * 7919}"}) + "\n" for i in range(n))
+    whole = gzip.compress(lines.encode())
+    return whole[: int(len(whole) * keep)]
+
+
+def test_a_cut_gzip_jsonl_keeps_the_documents_before_the_cut(tmp_path):
+    path = tmp_path / "docs.jsonl.gz"
+    path.write_bytes(cut_gzip_documents(5000, 0.5))
+    summary = ingest([str(path)], tmp_path / "w", IngestParams(), ONE)
+    assert summary.skipped == {"read_error": 1} and summary.pages_used > 100
+    assert summary.records_read == summary.pages_used + 1
+    used = rows(f"select url from '{tmp_path}/w/pages.parquet' where skip_reason is null order by record_id")
+    assert [url for (url,) in used] == [str(i) for i in range(summary.pages_used)]
 
 
 def test_jsonl_bad_values_are_skipped_or_cleaned(tmp_path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+from pathlib import Path
 
 import pytest
 
@@ -230,3 +232,25 @@ def test_jsonl_lone_surrogates_become_replacement_characters(tmp_path):
     assert used.body.decode("utf-8") == '<a href="/x\ufffd">a\ufffd</a>'
     assert used.content_type == "text/html; charset=\ufffd"
     assert (redirect.skip_reason, redirect.location) == ("http_status", "/y\ufffd")
+
+
+def cut_gzip_jsonl(path, n: int, keep: float) -> Path:
+    """A gzipped JSON Lines file of n pages, cut after `keep` of its compressed bytes."""
+    lines = "".join(
+        json.dumps({"url": f"http://a.example/{i}", "html": f"<p>{i} {i * 7919}</p>"}) + "\n"
+        for i in range(n)
+    )
+    whole = gzip.compress(lines.encode())
+    path.write_bytes(whole[: int(len(whole) * keep)])
+    return path
+
+
+def test_a_cut_gzip_jsonl_keeps_the_records_before_the_cut(tmp_path):
+    path = cut_gzip_jsonl(tmp_path / "cut.jsonl.gz", 2000, 0.5)
+    *used, cut = iter_records(Source(str(path), "jsonl"), MAX)
+    assert len(used) > 100 and all(r.skip_reason is None for r in used)
+    assert [r.url for r in used] == [f"http://a.example/{i}" for i in range(len(used))]
+    assert (cut.record_type, cut.skip_reason) == ("unreadable", "read_error")
+    early = cut_gzip_jsonl(tmp_path / "early.jsonl.gz", 2000, 0.002)  # cut before the first line
+    with pytest.raises(InputError, match="early.jsonl.gz: cannot read as JSON Lines"):
+        list(iter_records(Source(str(early), "jsonl"), MAX))
