@@ -350,30 +350,44 @@ def _iter_htmldir(folder: str, base_url: str | None, max_bytes: int) -> Iterator
         entries = _manifest_entries(manifest)
     else:
         entries = _derived_entries(folder, base_url or "")
+    root = os.path.realpath(folder)
     for url, rel, reason in entries:
-        path = os.path.join(folder, rel) if rel else manifest
+        path = os.path.join(folder, rel) if rel is not None else manifest
+        if reason is None and not _inside(root, path):
+            reason = "path_outside_folder"
         if reason:
             yield Record(url, "file", path, 0, skip_reason=reason)
             continue
         yield _file_record(url, path, max_bytes)
 
 
+def _inside(root: str, path: str) -> bool:
+    """Whether path, symlinks resolved, is in the folder whose resolved path is root: a manifest (or a
+    symlink in the folder) must not make extract read files elsewhere (an absolute path, ../, a link out)."""
+    return os.path.commonpath([root, os.path.realpath(path)]) == root
+
+
 def _manifest_entries(manifest: str) -> Iterator[tuple[str | None, str | None, str | None]]:
-    with open(manifest, "rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                yield None, None, "bad_json"
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
-                yield None, None, "missing_url"
-            elif not isinstance(obj.get("path"), str):
-                yield obj["url"], None, "missing_path"
-            else:
-                yield obj["url"], obj["path"], None
+    """(url, path, skip reason) of each manifest line; a path that no file can have (a NUL or a lone
+    surrogate) or that is not a string is `bad_value`."""
+    for _, line in jsonl_lines(manifest):
+        if line is None:
+            yield None, None, "read_error"
+            continue
+        obj = json_object(line)
+        if obj is None:
+            yield None, None, "bad_json"
+            continue
+        ok, url = optional_text(obj, "url")
+        rel = obj.get("path")
+        if url is None:
+            yield None, None, "missing_url" if ok else "bad_value"
+        elif rel is None or rel == "":
+            yield url, None, "missing_path"
+        elif not isinstance(rel, str) or "\0" in rel or _SURROGATES.search(rel):
+            yield url, None, "bad_value"
+        else:
+            yield url, rel, None
 
 
 _SLASHES = re.compile(r"[\\/]+")

@@ -254,3 +254,59 @@ def test_a_cut_gzip_jsonl_keeps_the_records_before_the_cut(tmp_path):
     early = cut_gzip_jsonl(tmp_path / "early.jsonl.gz", 2000, 0.002)  # cut before the first line
     with pytest.raises(InputError, match="early.jsonl.gz: cannot read as JSON Lines"):
         list(iter_records(Source(str(early), "jsonl"), MAX))
+
+
+def test_manifest_paths_outside_the_folder_are_refused(tmp_path):
+    site, outside = tmp_path / "site", tmp_path / "secret.html"
+    (site / "sub").mkdir(parents=True)
+    outside.write_text("<title>secret</title>")
+    (site / "p1.html").write_text("<p>one</p>")
+    (site / "link.html").symlink_to(outside)
+    (site / "inner.html").symlink_to(site / "p1.html")
+    write_jsonl(
+        site / "manifest.jsonl",
+        [
+            {"url": "http://a.example/1", "path": "p1.html"},
+            {"url": "http://a.example/2", "path": "sub/../p1.html"},
+            {"url": "http://a.example/3", "path": "inner.html"},
+            {"url": "http://a.example/4", "path": str(outside)},
+            {"url": "http://a.example/5", "path": "../secret.html"},
+            {"url": "http://a.example/6", "path": "sub/../../secret.html"},
+            {"url": "http://a.example/7", "path": "link.html"},
+            {"url": "http://a.example/8", "path": ""},
+            {"url": "http://a.example/9", "path": "p1\u0000.html"},
+            {"url": "http://a.example/10", "path": "p1\ud800.html"},
+            {"url": "http://a.example/11", "path": 5},
+            {"url": "http://a.example/12"},
+        ],
+    )
+    [source] = resolve_sources([str(site)])
+    records = list(iter_records(source, MAX))
+    assert [(r.url.rsplit("/", 1)[1], r.skip_reason) for r in records] == [
+        ("1", None),
+        ("2", None),
+        ("3", None),
+        ("4", "path_outside_folder"),
+        ("5", "path_outside_folder"),
+        ("6", "path_outside_folder"),
+        ("7", "path_outside_folder"),
+        ("8", "missing_path"),
+        ("9", "bad_value"),
+        ("10", "bad_value"),
+        ("11", "bad_value"),
+        ("12", "missing_path"),
+    ]
+    assert not [r for r in records if r.body and b"secret" in r.body]
+
+
+def test_html_folder_with_base_url_refuses_symlinks_out(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "secret.html").write_text("<title>secret</title>")
+    (site / "index.html").write_text("<p>i</p>")
+    (site / "link.html").symlink_to(tmp_path / "secret.html")
+    [source] = resolve_sources([str(site)], base_url="http://a.example/")
+    assert reasons(source) == [
+        ("http://a.example/index.html", None),
+        ("http://a.example/link.html", "path_outside_folder"),
+    ]
