@@ -356,7 +356,7 @@ def _iter_htmldir(folder: str, base_url: str | None, max_bytes: int) -> Iterator
         if reason is None and not _inside(root, path):
             reason = "path_outside_folder"
         if reason:
-            yield Record(url, "file", path, 0, skip_reason=reason)
+            yield Record(url, "file", _path_text(path), 0, skip_reason=reason)
             continue
         yield _file_record(url, path, max_bytes)
 
@@ -401,11 +401,21 @@ def _derived_entries(folder: str, base_url: str) -> Iterator[tuple[str, str, Non
     base = base_url if base_url.endswith("/") else base_url + "/"
     for p in files:
         rel = _SLASHES.sub("/", str(p.relative_to(root)))
-        yield urljoin(base, quote(rel)), str(p.relative_to(root)), None
+        # a name's bytes, so one that is not UTF-8 is percent-encoded as it is on disk
+        yield clean_text(urljoin(base, quote(os.fsencode(rel)))), str(p.relative_to(root)), None
+
+
+def _path_text(path: str) -> str:
+    """A file path as UTF-8 text for the source_file column: bytes of a name that are not UTF-8 (which
+    Python holds as lone surrogates, refused by Arrow) written as \\xNN."""
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return clean_text(path)
 
 
 def _file_record(url: str, path: str, max_bytes: int) -> Record:
-    base = {"url": url, "record_type": "file", "source_file": path, "source_offset": 0}
+    base = {"url": url, "record_type": "file", "source_file": _path_text(path), "source_offset": 0}
     try:
         with open(path, "rb") as f:
             body = f.read(max_bytes + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,20 @@ def test_html_folder_with_base_url_refuses_symlinks_out(tmp_path):
         ("http://a.example/index.html", None),
         ("http://a.example/link.html", "path_outside_folder"),
     ]
+
+
+def test_html_folder_file_names_that_are_not_utf8(tmp_path):
+    """A name's bytes that are not UTF-8 are percent-encoded in the URL and written as \\xNN in
+    source_file: nothing Arrow would refuse."""
+    (tmp_path / "ok.html").write_text("<p>ok</p>")
+    odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.html")
+    with open(odd, "wb") as f:
+        f.write(b"<p>latin-1 name</p>")
+    [source] = resolve_sources([str(tmp_path)], base_url="http://a.example/")
+    records = list(iter_records(source, MAX))
+    assert [(r.url, r.skip_reason) for r in records] == [
+        ("http://a.example/caf%E9.html", None),
+        ("http://a.example/ok.html", None),
+    ]
+    assert records[0].source_file == str(tmp_path / "caf\\xe9.html")
+    assert records[0].body == b"<p>latin-1 name</p>"
