@@ -15,10 +15,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from lshsql.errors import LshsqlError
+from lshsql.errors import InputError, LshsqlError
+
+
+class _Commands(TyperGroup):
+    """The command group, turning an EOFError (a reader at a cut file) into a one-line InputError: click
+    would otherwise print a bare 'Aborted!'."""
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except EOFError as e:
+            raise InputError(f"unexpected end of input (a cut file?): {e}") from e
+
 
 app = typer.Typer(
+    cls=_Commands,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,

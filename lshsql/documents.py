@@ -7,9 +7,8 @@ by record batch, SGML by <REUTERS> element) so memory does not grow with the siz
 
 from __future__ import annotations
 
-import gzip
 import html
-import json
+import math
 import os
 import re
 import zlib
@@ -20,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lshsql.errors import InputError
-from lshsql.sources import expand_paths
+from lshsql.sources import clean_text, expand_paths, json_object, jsonl_lines
 
 FORMATS = ("auto", "jsonl", "parquet", "reuters")
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")
@@ -93,7 +92,8 @@ def sniff_format(path: str) -> str:
 
 def iter_documents(source: DocSource, id_column: str = "id", text_column: str = "text") -> Iterator[Document]:
     """Yield every record of one source, in file order; a file that breaks while it is read (a corrupt
-    Parquet page or gzip stream, a file removed meanwhile) stops the ingest with a one-line error."""
+    Parquet page, a file removed meanwhile) stops the ingest with a one-line error, except JSON Lines cut
+    after its first line, whose records before the break are kept (`read_error` counts the break)."""
     if source.kind == "parquet":
         records = _iter_parquet(source.path, id_column, text_column)
     elif source.kind == "reuters":
@@ -110,26 +110,18 @@ def iter_documents(source: DocSource, id_column: str = "id", text_column: str = 
 
 
 def _iter_jsonl(path: str, id_column: str, text_column: str) -> Iterator[Document]:
-    """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file."""
-    with open(path, "rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
-    offset = 0
-    try:
-        with (gzip.open if gzipped else open)(path, "rb") as f:
-            for line in f:
-                start, offset = offset, offset + len(line)
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:  # also invalid UTF-8
-                    obj = None
-                if not isinstance(obj, dict):
-                    yield Document(None, "document", path, start, skip_reason="bad_json")
-                    continue
-                yield _document(obj, path, start, id_column, text_column)
-    except (OSError, EOFError) as e:  # a truncated or corrupt gzip file
-        raise InputError(f"{path}: cannot read as JSON Lines: {e}") from None
+    """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file. A file
+    cut (or corrupt) after its first line keeps the documents before the break and ends with one
+    `read_error` record (sources.jsonl_lines)."""
+    for offset, line in jsonl_lines(path):
+        if line is None:
+            yield Document(None, "unreadable", path, offset, skip_reason="read_error")
+            continue
+        obj = json_object(line)
+        if obj is None:
+            yield Document(None, "document", path, offset, skip_reason="bad_json")
+        else:
+            yield _document(obj, path, offset, id_column, text_column)
 
 
 def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Document]:
@@ -154,26 +146,39 @@ def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Docum
 
 
 def _document(obj: Mapping, path: str, offset: int, id_column: str, text_column: str) -> Document:
-    """A JSON object or Parquet row as a Document: integer ids become strings; empty text is missing."""
+    """A JSON object or Parquet row as a Document: integer ids become strings; null or empty text is
+    missing; a value of a wrong type (a float or bool id, a number as text or title, an object as a label)
+    is `bad_value`; lone surrogates (legal in JSON, refused by Arrow) become U+FFFD."""
     doc_id = obj.get(id_column)
-    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+    if type(doc_id) is int:
         doc_id = str(doc_id)
-    if not isinstance(doc_id, str) or not doc_id:
+    if doc_id is None or doc_id == "":
         return Document(None, "document", path, offset, skip_reason="missing_id")
-    text = obj.get(text_column)
-    title = obj.get("title")
-    title = (" ".join(title.split()) or None) if isinstance(title, str) else None
-    if not isinstance(text, str) or not text or text.isspace():
-        return Document(doc_id, "document", path, offset, title, encoding="utf-8", skip_reason="missing_text")
+    if not isinstance(doc_id, str):
+        return Document(None, "document", path, offset, skip_reason="bad_value")
+    doc = Document(clean_text(doc_id), "document", path, offset, encoding="utf-8")
+    text, title = obj.get(text_column), obj.get("title")
     labels = _labels(obj.get("label"), obj.get("labels"))
-    return Document(doc_id, "document", path, offset, title, text, labels, "utf-8")
+    if not all(v is None or isinstance(v, str) for v in (text, title)) or labels is None:
+        return replace(doc, skip_reason="bad_value")
+    doc = replace(doc, title=(" ".join(clean_text(title).split()) or None) if title else None)
+    if not text or text.isspace():
+        return replace(doc, skip_reason="missing_text")
+    return replace(doc, text=clean_text(text), labels=labels)
 
 
-def _labels(label: object, labels: object) -> tuple[str, ...]:
-    """Distinct non-empty labels, sorted, from a `label` scalar and a `labels` list (numbers as text)."""
+def _labels(label: object, labels: object) -> tuple[str, ...] | None:
+    """Distinct non-empty labels, sorted, from a `label` scalar and a `labels` list (numbers as text; null
+    and NaN are no label); None when one is of another type (a bool, an object, a list in the list)."""
     found = [label, *(labels if isinstance(labels, list | tuple) else [labels])]
-    kept = (v for v in found if isinstance(v, str | int | float) and not isinstance(v, bool))
-    return tuple(sorted({str(v) for v in kept} - {""}))
+    kept = set()
+    for value in found:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if type(value) not in (str, int, float):
+            return None
+        kept.add(clean_text(value) if isinstance(value, str) else str(value))
+    return tuple(sorted(kept - {""}))
 
 
 # --- Reuters-21578 SGML -------------------------------------------------------------------------------

@@ -243,16 +243,64 @@ def http_skip_reason(status: int | None, content_type: str | None) -> str | None
 
 # --- JSON Lines -------------------------------------------------------------------------------------
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_STATUSES = range(1000)  # an HTTP status code is three digits
+
+
+def jsonl_lines(path: str) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, line) of each non-blank line of a JSON Lines file, plain or gzipped (offsets in the
+    decompressed stream). A file that breaks while read (a cut or corrupt gzip stream) ends with
+    (offset, None) after the lines before the break, so those are kept and the break counted once; one
+    that breaks before its first line is an InputError, like a crawl file that cannot be read at all."""
+    offset = n_lines = 0
+    try:
+        with (gzip.open if _is_gzip(path) else open)(path, "rb") as f:
+            for line in f:
+                start, offset = offset, offset + len(line)
+                if line.strip():
+                    n_lines += 1
+                    yield start, line
+    except (OSError, EOFError, zlib.error) as e:
+        if n_lines == 0:
+            raise InputError(f"{path}: cannot read as JSON Lines: {_one_line(e)}") from None
+        yield offset, None
+
+
+def json_object(line: bytes) -> dict | None:
+    """The JSON object on a line; None for anything else (bad JSON or UTF-8, an array, nesting too deep
+    for the parser)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def clean_text(text: str) -> str:
+    """text with each lone surrogate, legal in JSON but not encodable as UTF-8 (Arrow refuses it),
+    replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def optional_text(obj: dict, key: str, default: str | None = None) -> tuple[bool, str | None]:
+    """(ok, value) of an optional string field: absent gives the default, null None, a string its
+    cleaned text; any other type is not ok (the record is skipped as `bad_value`)."""
+    value = obj.get(key, default)
+    if value is None or isinstance(value, str):
+        return True, value if value is None else clean_text(value)
+    return False, None
+
 
 def _iter_jsonl(path: str, max_bytes: int) -> Iterator[Record]:
-    opener = gzip.open if _is_gzip(path) else open
-    offset = 0
-    with opener(path, "rb") as f:
-        for line in f:
-            start, offset = offset, offset + len(line)
-            if not line.strip():
-                continue
-            yield _jsonl_record(line, path, start, max_bytes)
+    for offset, line in jsonl_lines(path):
+        if line is None:
+            yield Record(None, "unreadable", path, offset, skip_reason="read_error")
+        else:
+            yield _jsonl_record(line, path, offset, max_bytes)
 
 
 def _is_gzip(path: str) -> bool:
@@ -261,25 +309,30 @@ def _is_gzip(path: str) -> bool:
 
 
 def _jsonl_record(line: bytes, path: str, offset: int, max_bytes: int) -> Record:
+    """One line as a Record: a field of the wrong type (or a status out of range) is `bad_value`, lone
+    surrogates in strings become U+FFFD, so no value read can fail later in Arrow or DuckDB."""
     base = {"url": None, "record_type": "jsonl", "source_file": path, "source_offset": offset}
-    try:
-        obj = json.loads(line)
-    except ValueError:
+    obj = json_object(line)
+    if obj is None:
         return Record(**base, skip_reason="bad_json")
-    if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
-        return Record(**base, skip_reason="missing_url")
-    base["url"] = obj["url"]
+    ok, url = optional_text(obj, "url")
+    if url is None:
+        return Record(**base, skip_reason="missing_url" if ok else "bad_value")
+    base["url"] = url
     status = obj.get("status", 200)
-    status = status if isinstance(status, int) and not isinstance(status, bool) else None
-    location = _location(status, obj.get("location"))
-    html = obj.get("html")
-    if not isinstance(html, str):
+    ok_status = status is None or (type(status) is int and status in _STATUSES)
+    fields = [optional_text(obj, key) for key in ("html", "location")]
+    fields.append(optional_text(obj, "content_type", "text/html; charset=utf-8"))
+    if not ok_status or not all(ok for ok, _ in fields):
+        return Record(**base, skip_reason="bad_value")
+    (_, html), (_, location), (_, content_type) = fields
+    location = _location(status, location)
+    if html is None:
         if location is None:
             return Record(**base, skip_reason="missing_html")
         html = ""  # a redirect needs no body
-    content_type = obj.get("content_type", "text/html; charset=utf-8")
     base.update(status=status, content_type=content_type)
-    reason = http_skip_reason(base["status"], content_type)
+    reason = http_skip_reason(status, content_type)
     body = html.encode("utf-8")
     if reason is None and len(body) > max_bytes:
         reason = "too_large"
@@ -297,30 +350,44 @@ def _iter_htmldir(folder: str, base_url: str | None, max_bytes: int) -> Iterator
         entries = _manifest_entries(manifest)
     else:
         entries = _derived_entries(folder, base_url or "")
+    root = os.path.realpath(folder)
     for url, rel, reason in entries:
-        path = os.path.join(folder, rel) if rel else manifest
+        path = os.path.join(folder, rel) if rel is not None else manifest
+        if reason is None and not _inside(root, path):
+            reason = "path_outside_folder"
         if reason:
-            yield Record(url, "file", path, 0, skip_reason=reason)
+            yield Record(url, "file", _path_text(path), 0, skip_reason=reason)
             continue
         yield _file_record(url, path, max_bytes)
 
 
+def _inside(root: str, path: str) -> bool:
+    """Whether path, symlinks resolved, is in the folder whose resolved path is root: a manifest (or a
+    symlink in the folder) must not make extract read files elsewhere (an absolute path, ../, a link out)."""
+    return os.path.commonpath([root, os.path.realpath(path)]) == root
+
+
 def _manifest_entries(manifest: str) -> Iterator[tuple[str | None, str | None, str | None]]:
-    with open(manifest, "rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                yield None, None, "bad_json"
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("url"), str):
-                yield None, None, "missing_url"
-            elif not isinstance(obj.get("path"), str):
-                yield obj["url"], None, "missing_path"
-            else:
-                yield obj["url"], obj["path"], None
+    """(url, path, skip reason) of each manifest line; a path that no file can have (a NUL or a lone
+    surrogate) or that is not a string is `bad_value`."""
+    for _, line in jsonl_lines(manifest):
+        if line is None:
+            yield None, None, "read_error"
+            continue
+        obj = json_object(line)
+        if obj is None:
+            yield None, None, "bad_json"
+            continue
+        ok, url = optional_text(obj, "url")
+        rel = obj.get("path")
+        if url is None:
+            yield None, None, "missing_url" if ok else "bad_value"
+        elif rel is None or rel == "":
+            yield url, None, "missing_path"
+        elif not isinstance(rel, str) or "\0" in rel or _SURROGATES.search(rel):
+            yield url, None, "bad_value"
+        else:
+            yield url, rel, None
 
 
 _SLASHES = re.compile(r"[\\/]+")
@@ -334,11 +401,21 @@ def _derived_entries(folder: str, base_url: str) -> Iterator[tuple[str, str, Non
     base = base_url if base_url.endswith("/") else base_url + "/"
     for p in files:
         rel = _SLASHES.sub("/", str(p.relative_to(root)))
-        yield urljoin(base, quote(rel)), str(p.relative_to(root)), None
+        # a name's bytes, so one that is not UTF-8 is percent-encoded as it is on disk
+        yield clean_text(urljoin(base, quote(os.fsencode(rel)))), str(p.relative_to(root)), None
+
+
+def _path_text(path: str) -> str:
+    """A file path as UTF-8 text for the source_file column: bytes of a name that are not UTF-8 (which
+    Python holds as lone surrogates, refused by Arrow) written as \\xNN."""
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return clean_text(path)
 
 
 def _file_record(url: str, path: str, max_bytes: int) -> Record:
-    base = {"url": url, "record_type": "file", "source_file": path, "source_offset": 0}
+    base = {"url": url, "record_type": "file", "source_file": _path_text(path), "source_offset": 0}
     try:
         with open(path, "rb") as f:
             body = f.read(max_bytes + 1)

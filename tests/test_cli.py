@@ -284,3 +284,22 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     assert work_expected(0.8) < work_expected(0.95)
     assert lshsql(*base).returncode == 0 and tables() == lower  # kept
     assert lshsql(*base, "--recall", "0.95").returncode == 0 and tables() == default
+
+
+def test_an_end_of_file_error_from_a_reader_is_one_line_not_aborted(monkeypatch, capsys):
+    """click turns an EOFError into a bare 'Aborted!'; the error boundary reports it as bad input."""
+    import importlib
+
+    from lshsql import cli
+
+    def cut(*args, **kwargs):
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    monkeypatch.setattr(importlib.import_module("lshsql.extract"), "extract", cut)
+    monkeypatch.setattr(sys, "argv", ["lshsql", "extract", str(EXAMPLE_CRAWL), "--work", "w", "--quiet"])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("lshsql: error: ") and err.count("\n") == 1, err
+    assert "end-of-stream marker" in err and "Aborted" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import duckdb
@@ -306,3 +307,57 @@ def test_extract_refuses_an_unknown_engine_before_reading_and_leaves_no_scratch(
     with pytest.raises(InputError, match="empty crawl"):  # a failure after parsing: no scratch left
         extract([str(tmp_path / "site")], tmp_path / "w2")
     assert (tmp_path / "w2").exists() and not (tmp_path / "w2" / "tmp" / "extract").exists()
+
+
+def test_jsonl_bad_values_never_stop_the_extract(tmp_path):
+    """Wrong types, lone surrogates (url, html, an href in it, content_type, location) and a status out of
+    the int32 column's range reach neither Arrow nor DuckDB: each record is used or skipped."""
+    path = tmp_path / "pages.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                '{"url": "http://a.example/", "html": "<title>A</title><a href=\\"/b\\ud800\\">to b</a>"}',
+                '{"url": "http://a.example/\\ud800", "html": "<title>S\\udc00</title>"}',
+                '{"url": "http://a.example/ct", "html": "<p>x</p>", "content_type": 5}',
+                '{"url": "http://a.example/st", "html": "<p>x</p>", "status": 99999999999999}',
+                '{"url": "http://a.example/nan", "html": "<p>x</p>", "status": NaN}',
+                '{"url": "http://a.example/r", "status": 301, "location": "/c\\ud800"}',
+                '{"url": 5, "html": "<p>x</p>"}',
+                "[" * 100_000,
+            ]
+        )
+        + "\n",
+        encoding="ascii",
+    )
+    s = run([path], tmp_path / "w")
+    assert s.records_read == 8 == s.pages_used + sum(s.skipped.values())
+    assert (s.pages_used, s.skipped) == (2, {"bad_value": 4, "bad_json": 1, "http_status": 1})
+    w = tmp_path / "w"
+    assert rows(f"select url, title from '{w}/pages.parquet' where skip_reason is null order by url") == [
+        ("http://a.example/", "A"),
+        ("http://a.example/%EF%BF%BD", "S\ufffd"),
+    ]
+    assert rows(f"select target_url from '{w}/links.parquet'") == [("http://a.example/b%EF%BF%BD",)]
+    assert rows(f"select redirect_url from '{w}/pages.parquet' where redirect_url is not null") == [
+        ("http://a.example/c%EF%BF%BD",)
+    ]
+
+
+def test_a_cut_gzip_jsonl_keeps_its_pages_and_counts_the_cut(tmp_path, monkeypatch, capsys):
+    """The command, not a bare 'Aborted!': the pages before the cut are used and the cut is a read_error."""
+    from lshsql import cli
+    from tests.stages.test_sources import cut_gzip_jsonl
+
+    crawl = cut_gzip_jsonl(tmp_path / "cut.jsonl.gz", 400, 0.5)
+    argv = ["lshsql", "extract", str(crawl), "--work", str(tmp_path / "w"), "--threads", "1", "--quiet"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 0 and not err
+    assert "  skipped read_error: 1" in out
+    [(n_used, n_cut)] = rows(
+        f"select count(*) filter (skip_reason is null), count(*) filter (skip_reason = 'read_error') "
+        f"from '{tmp_path}/w/pages.parquet'"
+    )
+    assert n_used > 50 and n_cut == 1

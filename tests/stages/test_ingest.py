@@ -369,7 +369,8 @@ def test_reuters_21578_all_files(tmp_path):
 
 
 def test_a_file_that_breaks_while_read_is_a_one_line_error(tmp_path):
-    """A corrupt data page of a Parquet file, a truncated gzip stream: InputError, never a traceback."""
+    """A corrupt data page of a Parquet file, a gzip stream cut before its first line: InputError, never a
+    traceback."""
     table = pa.table(
         {"id": [str(i) for i in range(20000)], "text": [f"words {i} more {i * 7}" for i in range(20000)]}
     )
@@ -380,10 +381,66 @@ def test_a_file_that_breaks_while_read_is_a_one_line_error(tmp_path):
         data[i] ^= 0xFF
     parquet.write_bytes(bytes(data))
     jsonl = tmp_path / "docs.jsonl.gz"
-    whole = gzip.compress(
-        "".join(json.dumps({"id": str(i), "text": "x y z"}) + "\n" for i in range(5000)).encode()
-    )
-    jsonl.write_bytes(whole[: len(whole) // 2])
+    jsonl.write_bytes(cut_gzip_documents(5000, 0.002))  # cut before its first line
     for path in (parquet, jsonl):
         with pytest.raises(InputError, match="cannot be read|cannot read|not a readable"):
             ingest([str(path)], tmp_path / f"w-{path.stem}", IngestParams())
+
+
+def cut_gzip_documents(n: int, keep: float) -> bytes:
+    """A gzipped JSON Lines file of n documents, cut after `keep` of its compressed bytes."""
+    lines = "".join(json.dumps({"id": str(i), "text": f"x y z {i * 7919}"}) + "\n" for i in range(n))
+    whole = gzip.compress(lines.encode())
+    return whole[: int(len(whole) * keep)]
+
+
+def test_a_cut_gzip_jsonl_keeps_the_documents_before_the_cut(tmp_path):
+    path = tmp_path / "docs.jsonl.gz"
+    path.write_bytes(cut_gzip_documents(5000, 0.5))
+    summary = ingest([str(path)], tmp_path / "w", IngestParams(), ONE)
+    assert summary.skipped == {"read_error": 1} and summary.pages_used > 100
+    assert summary.records_read == summary.pages_used + 1
+    used = rows(f"select url from '{tmp_path}/w/pages.parquet' where skip_reason is null order by record_id")
+    assert [url for (url,) in used] == [str(i) for i in range(summary.pages_used)]
+
+
+def test_jsonl_bad_values_are_skipped_or_cleaned(tmp_path):
+    """A wrong type in any field is `bad_value`; lone surrogates become U+FFFD; nothing stops the ingest."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                '{"id": "ok", "text": "plain words", "title": "T", "label": "a", "labels": ["b", 3, 1.5]}',
+                '{"id": "s\\ud800", "text": "odd \\udfff words", "title": "x\\ud800", "label": "l\\ud800"}',
+                '{"id": 99999999999999999999999, "text": "a huge integer id"}',
+                '{"id": "nan", "text": "a NaN label is no label", "label": NaN}',
+                '{"id": true, "text": "x"}',
+                '{"id": 1.5, "text": "x"}',
+                '{"id": ["x"], "text": "x"}',
+                '{"id": "t5", "text": 5}',
+                '{"id": "tl", "text": ["x"]}',
+                '{"id": "ti", "text": "x", "title": 5}',
+                '{"id": "lb", "text": "x", "labels": [{"a": 1}]}',
+                '{"id": "lt", "text": "x", "label": true}',
+                '{"id": "e", "text": null}',
+                "[1]",
+                "[" * 100_000,
+            ]
+        )
+        + "\n",
+        encoding="ascii",
+    )
+    summary = ingest([str(path)], tmp_path / "w", IngestParams(), ONE)
+    assert summary.records_read == 15 == summary.pages_used + sum(summary.skipped.values())
+    assert summary.pages_used == 4
+    assert summary.skipped == {"bad_value": 8, "missing_text": 1, "bad_json": 2}
+    used = rows(f"select url, title from '{tmp_path}/w/pages.parquet' where skip_reason is null order by url")
+    assert used == [("99999999999999999999999", None), ("nan", None), ("ok", "T"), ("s\ufffd", "x\ufffd")]
+    assert fragments(tmp_path / "w")[("s\ufffd", "content")] == ["odd", "word"]
+    assert rows(f"select * from '{tmp_path}/w/labels.parquet'") == [
+        ("ok", "1.5"),
+        ("ok", "3"),
+        ("ok", "a"),
+        ("ok", "b"),
+        ("s\ufffd", "l\ufffd"),
+    ]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +182,149 @@ def test_files_that_are_not_crawls_are_refused(tmp_path, content, message):
 def test_missing_path_is_refused(tmp_path):
     with pytest.raises(InputError, match="no such file or directory"):
         resolve_sources([str(tmp_path / "nope.warc.gz")])
+
+
+def test_jsonl_values_of_a_wrong_type_are_skipped_as_bad_value(tmp_path):
+    """Every type JSON (and Python's json: NaN) can give, in every field: a wrong one is `bad_value`."""
+    page = {"url": "http://a.example/", "html": "<p>x</p>"}
+    path = write_jsonl(
+        tmp_path / "pages.jsonl",
+        [
+            page,
+            {**page, "content_type": 5},
+            {**page, "content_type": ["text/html"]},
+            {**page, "status": 99999999999999},  # out of range of the int32 column
+            {**page, "status": -1},
+            {**page, "status": True},
+            {**page, "status": 200.0},
+            {**page, "status": float("nan")},
+            {**page, "status": "200"},
+            {**page, "html": 5},
+            {**page, "html": {"p": "x"}},
+            {**page, "status": 301, "location": 5},
+            {**page, "url": 5},
+            {**page, "url": None},
+            {**page, "status": None},  # null: no status, as before
+            "[1, 2]",  # JSON, not an object
+            "[" * 100_000 + "]" * 100_000,  # nested deeper than the parser can go
+        ],
+    )
+    assert reasons(Source(str(path), "jsonl")) == [
+        ("http://a.example/", None),
+        *[("http://a.example/", "bad_value")] * 11,
+        (None, "bad_value"),
+        (None, "missing_url"),
+        ("http://a.example/", "http_status"),
+        (None, "bad_json"),
+        (None, "bad_json"),
+    ]
+
+
+def test_jsonl_lone_surrogates_become_replacement_characters(tmp_path):
+    path = tmp_path / "pages.jsonl"
+    path.write_text(
+        '{"url": "http://a.example/\\ud800", "html": "<a href=\\"/x\\udfff\\">a\\ud800</a>", '
+        '"content_type": "text/html; charset=\\ud800"}\n'
+        '{"url": "http://a.example/r", "status": 301, "location": "/y\\ud800"}\n',
+        encoding="ascii",
+    )
+    used, redirect = iter_records(Source(str(path), "jsonl"), MAX)
+    assert used.skip_reason is None and used.url == "http://a.example/\ufffd"
+    assert used.body.decode("utf-8") == '<a href="/x\ufffd">a\ufffd</a>'
+    assert used.content_type == "text/html; charset=\ufffd"
+    assert (redirect.skip_reason, redirect.location) == ("http_status", "/y\ufffd")
+
+
+def cut_gzip_jsonl(path, n: int, keep: float) -> Path:
+    """A gzipped JSON Lines file of n pages, cut after `keep` of its compressed bytes."""
+    lines = "".join(
+        json.dumps({"url": f"http://a.example/{i}", "html": f"<p>{i} {i * 7919}</p>"}) + "\n"
+        for i in range(n)
+    )
+    whole = gzip.compress(lines.encode())
+    path.write_bytes(whole[: int(len(whole) * keep)])
+    return path
+
+
+def test_a_cut_gzip_jsonl_keeps_the_records_before_the_cut(tmp_path):
+    path = cut_gzip_jsonl(tmp_path / "cut.jsonl.gz", 2000, 0.5)
+    *used, cut = iter_records(Source(str(path), "jsonl"), MAX)
+    assert len(used) > 100 and all(r.skip_reason is None for r in used)
+    assert [r.url for r in used] == [f"http://a.example/{i}" for i in range(len(used))]
+    assert (cut.record_type, cut.skip_reason) == ("unreadable", "read_error")
+    early = cut_gzip_jsonl(tmp_path / "early.jsonl.gz", 2000, 0.002)  # cut before the first line
+    with pytest.raises(InputError, match="early.jsonl.gz: cannot read as JSON Lines"):
+        list(iter_records(Source(str(early), "jsonl"), MAX))
+
+
+def test_manifest_paths_outside_the_folder_are_refused(tmp_path):
+    site, outside = tmp_path / "site", tmp_path / "secret.html"
+    (site / "sub").mkdir(parents=True)
+    outside.write_text("<title>secret</title>")
+    (site / "p1.html").write_text("<p>one</p>")
+    (site / "link.html").symlink_to(outside)
+    (site / "inner.html").symlink_to(site / "p1.html")
+    write_jsonl(
+        site / "manifest.jsonl",
+        [
+            {"url": "http://a.example/1", "path": "p1.html"},
+            {"url": "http://a.example/2", "path": "sub/../p1.html"},
+            {"url": "http://a.example/3", "path": "inner.html"},
+            {"url": "http://a.example/4", "path": str(outside)},
+            {"url": "http://a.example/5", "path": "../secret.html"},
+            {"url": "http://a.example/6", "path": "sub/../../secret.html"},
+            {"url": "http://a.example/7", "path": "link.html"},
+            {"url": "http://a.example/8", "path": ""},
+            {"url": "http://a.example/9", "path": "p1\u0000.html"},
+            {"url": "http://a.example/10", "path": "p1\ud800.html"},
+            {"url": "http://a.example/11", "path": 5},
+            {"url": "http://a.example/12"},
+        ],
+    )
+    [source] = resolve_sources([str(site)])
+    records = list(iter_records(source, MAX))
+    assert [(r.url.rsplit("/", 1)[1], r.skip_reason) for r in records] == [
+        ("1", None),
+        ("2", None),
+        ("3", None),
+        ("4", "path_outside_folder"),
+        ("5", "path_outside_folder"),
+        ("6", "path_outside_folder"),
+        ("7", "path_outside_folder"),
+        ("8", "missing_path"),
+        ("9", "bad_value"),
+        ("10", "bad_value"),
+        ("11", "bad_value"),
+        ("12", "missing_path"),
+    ]
+    assert not [r for r in records if r.body and b"secret" in r.body]
+
+
+def test_html_folder_with_base_url_refuses_symlinks_out(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "secret.html").write_text("<title>secret</title>")
+    (site / "index.html").write_text("<p>i</p>")
+    (site / "link.html").symlink_to(tmp_path / "secret.html")
+    [source] = resolve_sources([str(site)], base_url="http://a.example/")
+    assert reasons(source) == [
+        ("http://a.example/index.html", None),
+        ("http://a.example/link.html", "path_outside_folder"),
+    ]
+
+
+def test_html_folder_file_names_that_are_not_utf8(tmp_path):
+    """A name's bytes that are not UTF-8 are percent-encoded in the URL and written as \\xNN in
+    source_file: nothing Arrow would refuse."""
+    (tmp_path / "ok.html").write_text("<p>ok</p>")
+    odd = os.path.join(os.fsencode(tmp_path), b"caf\xe9.html")
+    with open(odd, "wb") as f:
+        f.write(b"<p>latin-1 name</p>")
+    [source] = resolve_sources([str(tmp_path)], base_url="http://a.example/")
+    records = list(iter_records(source, MAX))
+    assert [(r.url, r.skip_reason) for r in records] == [
+        ("http://a.example/caf%E9.html", None),
+        ("http://a.example/ok.html", None),
+    ]
+    assert records[0].source_file == str(tmp_path / "caf\\xe9.html")
+    assert records[0].body == b"<p>latin-1 name</p>"
