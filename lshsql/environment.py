@@ -133,11 +133,18 @@ def _domain_bags(work: Path, params: Params, resources: db.Resources, log) -> Pa
     fragments (linked, not copied); rerun only when the extraction or the parameters change."""
     unit_work = work / "units" / "domain"
     unit_work.mkdir(parents=True, exist_ok=True)
-    for name in ("fragments", "url_aliases.parquet", labels.SURFACE_FORMS):
+    workdir.require_extraction(work)
+    linked = ("fragments", "url_aliases.parquet", labels.SURFACE_FORMS)
+    for name in linked:
         _link(unit_work / name, work / name)
     extract_entry = manifest.read(work)["stages"].get("extract")
     if not extract_entry:
         raise InputError(f"{work}: no extraction recorded in manifest.json")
+    files = extract_entry.get("files", {})  # the unit folder holds only the linked files of the extraction
+    extract_entry = {
+        **extract_entry,
+        "files": {n: size for n, size in files.items() if n.split("/")[0] in linked},
+    }
     if manifest.read(unit_work)["stages"].get("extract") != extract_entry:
         manifest.record_stage(unit_work, "extract", extract_entry)
     pipeline.run(unit_work, params, resources=resources, only=UNIT_STAGES, log=log)
