@@ -36,6 +36,15 @@ BINARY_MAGIC = (
     b"\x00\x00\x01\x00",
 )
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Tags kept when a page nesting too deep is parsed again (see _parse): what extraction reads, and the
+# dropped elements; then, if those nest too deep, only tags that cannot nest.
+FLATTER_TAGS = frozenset(
+    {"html", "head", "body", "title", "base", "link", "meta", "a", "img", "script", "style"}
+)
+FLAT_TAGS = FLATTER_TAGS | DROPPED_TAGS
+_TOO_DEEP = "Excessive depth"  # libxml2's message when it stops at its nesting limit
+_TAG = re.compile(r"""</?([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*>""")
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
 MAX_ANCHOR_TEXT = 1000
@@ -118,15 +127,41 @@ def parse_page(
 
 
 def _parse(text: str) -> etree._Element:
+    """The page's tree. libxml2 stops parsing (and keeps no more of the page) where elements nest deeper
+    than it allows (2,048 with huge_tree), as thousands of unclosed <font> tags do: such a page is parsed
+    again with the other tags dropped, first all but FLAT_TAGS, then all but FLATTER_TAGS (nothing left
+    nests), so every link after the deep part is read."""
     text = _XML_DECL.sub("", text, count=1)
     if LINK_OPEN in text or LINK_CLOSE in text:
         text = text.replace(LINK_OPEN, " ").replace(LINK_CLOSE, " ")
+    root, too_deep = _parse_html(text)
+    for kept in (FLAT_TAGS, FLATTER_TAGS):
+        if not too_deep:
+            break
+        root, too_deep = _parse_html(_flatten(text, kept))
+    return root
+
+
+def _parse_html(text: str) -> tuple[etree._Element, bool]:
+    """The tree of `text`, and whether libxml2 stopped at its nesting limit."""
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
-        return lxml.html.document_fromstring(text, parser=parser)
+        root = lxml.html.document_fromstring(text, parser=parser)
     except (etree.ParserError, ValueError):
         # lxml refuses documents with no elements at all; treat them as plain text.
-        return lxml.html.document_fromstring(f"<html><body><p>{_escape(text)}</p></body></html>")
+        return lxml.html.document_fromstring(f"<html><body><p>{_escape(text)}</p></body></html>"), False
+    return root, any(_TOO_DEEP in error.message for error in parser.error_log)
+
+
+def _flatten(text: str, kept: frozenset[str]) -> str:
+    """`text` without comments and without the tags not in `kept`: an inline tag goes, a block tag leaves a
+    space (words stay apart as in the full parse)."""
+
+    def tag(match: re.Match) -> str:
+        name = match[1].lower()
+        return match[0] if name in kept else "" if name in INLINE_TAGS else " "
+
+    return _TAG.sub(tag, _COMMENT.sub(" ", text))
 
 
 def _escape(text: str) -> str:
