@@ -78,6 +78,7 @@ class Page:
     words: list[str]
     encoding: str
     canonical_url: str | None = None  # <link rel="canonical">, when valid and not the page's own URL
+    links_over_cap: int = 0  # <a href> elements after the first max_links, not extracted
 
 
 def sniff_skip_reason(body: bytes) -> str | None:
@@ -113,17 +114,20 @@ def parse_page(
     window: int = 8,
     url_options: urls.UrlOptions = DEFAULT_URL_OPTIONS,
     content: bool = False,
+    max_links: int | None = None,
 ) -> Page:
-    """Parse one page: title, every link with its window of `window` words each side, content words."""
+    """Parse one page: title, every link with its window of `window` words each side, content words. With
+    max_links, only the page's first max_links <a href> are links (their text stays in the windows), so
+    a page's cost stays bounded; the others are counted in Page.links_over_cap."""
     text, encoding = decode_html(body, content_type)
     root = _parse(text)
     base = _base_url(root, url)
     title = _title(root)
     canonical = _canonical_url(root, url, base, url_options)  # before _linearize drops the head
-    parts, spans = _linearize(root)
+    parts, spans, over_cap = _linearize(root, max_links)
     offsets, words = _tokenize(parts)
     links = [_link(href, i, j, parts, offsets, words, window, base, url_options) for href, i, j in spans]
-    return Page(title, words_of(title), links, words if content else [], encoding, canonical)
+    return Page(title, words_of(title), links, words if content else [], encoding, canonical, over_cap)
 
 
 def _parse(text: str) -> etree._Element:
@@ -198,17 +202,25 @@ def _title(root: etree._Element) -> str:
     return ""
 
 
-def _linearize(root: etree._Element) -> tuple[list[str], list[tuple[str, int, int]]]:
-    """Lay out the visible text in reading order as parts between link markers; return the parts and,
-    for every link, its href and the span of parts it covers. lxml walks and serializes in C: links are
-    marked with private-use characters, blocks padded with spaces, then the tree is read as text."""
+def _linearize(
+    root: etree._Element, max_links: int | None = None
+) -> tuple[list[str], list[tuple[str, int, int]], int]:
+    """Lay out the visible text in reading order as parts between link markers; return the parts, for
+    every link (the first max_links), its href and the span of parts it covers, and the number of links
+    over max_links (read as text only). lxml walks and serializes in C: links are marked with private-use
+    characters, blocks padded with spaces, then the tree is read as text."""
     etree.strip_elements(root, *DROPPED_TAGS, with_tail=False)
     hrefs: list[str] = []
+    over_cap = 0
     for el in root.iter():
         tag = el.tag
         if tag == "a":
             href = el.get("href")
-            if href is not None:
+            if href is None:
+                continue
+            if max_links is not None and len(hrefs) >= max_links:
+                over_cap += 1
+            else:
                 hrefs.append(href)
                 _mark_link(el)
         elif tag == "img":
@@ -229,7 +241,7 @@ def _linearize(root: etree._Element) -> tuple[list[str], list[tuple[str, int, in
         elif part == LINK_CLOSE and open_spans:
             j = open_spans.pop()
             spans[j] = (spans[j][0], spans[j][1], i)
-    return parts, spans
+    return parts, spans, over_cap
 
 
 def _mark_link(el: etree._Element) -> None:

@@ -279,6 +279,30 @@ def test_broken_records_are_counted_and_the_records_around_them_used(tmp_path, s
     assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
 
 
+def test_links_over_max_links_are_counted_in_the_summary_and_manifest(tmp_path, small_site):
+    """The 5 links of a page with --max-links 2: 2 extracted, 3 counted; an older capture of the page,
+    skipped as duplicate_url, is not counted."""
+    many = "<p>" + " ".join(f"<a href='/{i}.html'>page {i}</a>" for i in range(5)) + "</p>"
+    crawl = write_warc(
+        tmp_path / "c.warc.gz",
+        [
+            *small_site,
+            html_response("http://site.example/many", many, date="2023-01-01T00:00:00Z"),
+            html_response("http://site.example/many", many),
+        ],
+    )
+    summary = run([crawl], tmp_path / "w", max_links_per_page=2)
+    assert (summary.links_over_cap, summary.pages_over_cap) == (3, 1)
+    assert "  links over --max-links: 3 on 1 pages, not extracted" in summary.lines()
+    assert summary.records_read == summary.pages_used + sum(summary.skipped.values()) == 6
+    counts = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["extract"]["counts"]
+    assert (counts["links_over_cap"], counts["pages_over_cap"]) == (3, 1)
+    assert rows(f"select count(*) from '{tmp_path}/w/links.parquet' where source_url like '%many'") == [(2,)]
+    assert "links over" not in "\n".join(run([crawl], tmp_path / "w2").lines())
+    with pytest.raises(ParamError, match="max links per page must be positive"):
+        ExtractParams(max_links_per_page=0)
+
+
 @pytest.mark.slow
 def test_every_real_warc_is_processed_without_a_crash(tmp_path):
     root = shared("real-warc")

@@ -135,6 +135,15 @@ def test_links_after_nesting_deeper_than_libxml2_parses_are_read(tag):
     ]
 
 
+def test_links_past_max_links_are_counted_and_read_as_text_only():
+    body = "<p>" + " ".join(f"w{c} <a href='/{c}'>a{c}</a>" for c in "vwxyz") + " end</p>"
+    got = page(body, window=2, max_links=2)
+    assert [link.target_url for link in got.links] == ["http://site.example/v", "http://site.example/w"]
+    assert got.links_over_cap == 3
+    assert got.links[1].after == ["wx", "ax"]  # the windows are those of the page without the cap
+    assert page(body, window=2).links[1] == got.links[1] and page(body).links_over_cap == 0
+
+
 def test_xml_declaration_and_xhtml_are_parsed():
     body = '<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><body><a href="a">x</a></body></html>'
     assert only_link(body).anchor == ["x"]
