@@ -36,6 +36,15 @@ BINARY_MAGIC = (
     b"\x00\x00\x01\x00",
 )
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Tags kept when a page nesting too deep is parsed again (see _parse): what extraction reads, and the
+# dropped elements; then, if those nest too deep, only tags that cannot nest.
+FLATTER_TAGS = frozenset(
+    {"html", "head", "body", "title", "base", "link", "meta", "a", "img", "script", "style"}
+)
+FLAT_TAGS = FLATTER_TAGS | DROPPED_TAGS
+_TOO_DEEP = "Excessive depth"  # libxml2's message when it stops at its nesting limit
+_TAG = re.compile(r"""</?([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*>""")
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
 MAX_ANCHOR_TEXT = 1000
@@ -69,6 +78,7 @@ class Page:
     words: list[str]
     encoding: str
     canonical_url: str | None = None  # <link rel="canonical">, when valid and not the page's own URL
+    links_over_cap: int = 0  # <a href> elements after the first max_links, not extracted
 
 
 def sniff_skip_reason(body: bytes) -> str | None:
@@ -104,29 +114,58 @@ def parse_page(
     window: int = 8,
     url_options: urls.UrlOptions = DEFAULT_URL_OPTIONS,
     content: bool = False,
+    max_links: int | None = None,
 ) -> Page:
-    """Parse one page: title, every link with its window of `window` words each side, content words."""
+    """Parse one page: title, every link with its window of `window` words each side, content words. With
+    max_links, only the page's first max_links <a href> are links (their text stays in the windows), so
+    a page's cost stays bounded; the others are counted in Page.links_over_cap."""
     text, encoding = decode_html(body, content_type)
     root = _parse(text)
     base = _base_url(root, url)
     title = _title(root)
     canonical = _canonical_url(root, url, base, url_options)  # before _linearize drops the head
-    parts, spans = _linearize(root)
+    parts, spans, over_cap = _linearize(root, max_links)
     offsets, words = _tokenize(parts)
     links = [_link(href, i, j, parts, offsets, words, window, base, url_options) for href, i, j in spans]
-    return Page(title, words_of(title), links, words if content else [], encoding, canonical)
+    return Page(title, words_of(title), links, words if content else [], encoding, canonical, over_cap)
 
 
 def _parse(text: str) -> etree._Element:
+    """The page's tree. libxml2 stops parsing (and keeps no more of the page) where elements nest deeper
+    than it allows (2,048 with huge_tree), as thousands of unclosed <font> tags do: such a page is parsed
+    again with the other tags dropped, first all but FLAT_TAGS, then all but FLATTER_TAGS (nothing left
+    nests), so every link after the deep part is read."""
     text = _XML_DECL.sub("", text, count=1)
     if LINK_OPEN in text or LINK_CLOSE in text:
         text = text.replace(LINK_OPEN, " ").replace(LINK_CLOSE, " ")
+    root, too_deep = _parse_html(text)
+    for kept in (FLAT_TAGS, FLATTER_TAGS):
+        if not too_deep:
+            break
+        root, too_deep = _parse_html(_flatten(text, kept))
+    return root
+
+
+def _parse_html(text: str) -> tuple[etree._Element, bool]:
+    """The tree of `text`, and whether libxml2 stopped at its nesting limit."""
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
-        return lxml.html.document_fromstring(text, parser=parser)
+        root = lxml.html.document_fromstring(text, parser=parser)
     except (etree.ParserError, ValueError):
         # lxml refuses documents with no elements at all; treat them as plain text.
-        return lxml.html.document_fromstring(f"<html><body><p>{_escape(text)}</p></body></html>")
+        return lxml.html.document_fromstring(f"<html><body><p>{_escape(text)}</p></body></html>"), False
+    return root, any(_TOO_DEEP in error.message for error in parser.error_log)
+
+
+def _flatten(text: str, kept: frozenset[str]) -> str:
+    """`text` without comments and without the tags not in `kept`: an inline tag goes, a block tag leaves a
+    space (words stay apart as in the full parse)."""
+
+    def tag(match: re.Match) -> str:
+        name = match[1].lower()
+        return match[0] if name in kept else "" if name in INLINE_TAGS else " "
+
+    return _TAG.sub(tag, _COMMENT.sub(" ", text))
 
 
 def _escape(text: str) -> str:
@@ -163,17 +202,25 @@ def _title(root: etree._Element) -> str:
     return ""
 
 
-def _linearize(root: etree._Element) -> tuple[list[str], list[tuple[str, int, int]]]:
-    """Lay out the visible text in reading order as parts between link markers; return the parts and,
-    for every link, its href and the span of parts it covers. lxml walks and serializes in C: links are
-    marked with private-use characters, blocks padded with spaces, then the tree is read as text."""
+def _linearize(
+    root: etree._Element, max_links: int | None = None
+) -> tuple[list[str], list[tuple[str, int, int]], int]:
+    """Lay out the visible text in reading order as parts between link markers; return the parts, for
+    every link (the first max_links), its href and the span of parts it covers, and the number of links
+    over max_links (read as text only). lxml walks and serializes in C: links are marked with private-use
+    characters, blocks padded with spaces, then the tree is read as text."""
     etree.strip_elements(root, *DROPPED_TAGS, with_tail=False)
     hrefs: list[str] = []
+    over_cap = 0
     for el in root.iter():
         tag = el.tag
         if tag == "a":
             href = el.get("href")
-            if href is not None:
+            if href is None:
+                continue
+            if max_links is not None and len(hrefs) >= max_links:
+                over_cap += 1
+            else:
                 hrefs.append(href)
                 _mark_link(el)
         elif tag == "img":
@@ -194,7 +241,7 @@ def _linearize(root: etree._Element) -> tuple[list[str], list[tuple[str, int, in
         elif part == LINK_CLOSE and open_spans:
             j = open_spans.pop()
             spans[j] = (spans[j][0], spans[j][1], i)
-    return parts, spans
+    return parts, spans, over_cap
 
 
 def _mark_link(el: etree._Element) -> None:

@@ -91,6 +91,13 @@ StripTracking = Annotated[
     bool, typer.Option(help="Remove tracking parameters (utm_*, gclid, ...) from URLs.")
 ]
 MaxPageMb = Annotated[float, typer.Option(help="Skip pages larger than this (reason too_large).")]
+MaxLinks = Annotated[
+    int,
+    typer.Option(
+        "--max-links",
+        help="Extract at most this many <a href> of a page (default 10000); the summary counts the others.",
+    ),
+]
 
 Bags = Annotated[
     Path | None, typer.Option(help="Start from a Parquet table of bags (url, term, optional weight).")
@@ -245,7 +252,8 @@ def _extract_params(**options):
 
 def _kept_extract_params(work: Path, given: dict):
     """Extraction options of `run CRAWL`: those given now, else those of the folder's last extraction (as
-    stage parameters are kept), else extract's defaults (window 8, language en, 16 buckets, 32 MB pages)."""
+    stage parameters are kept), else extract's defaults (window 8, language en, 16 buckets, 32 MB pages,
+    10,000 links a page)."""
     from dataclasses import fields
 
     from lshsql import manifest
@@ -365,6 +373,7 @@ def extract(
     sort_query: SortQuery = False,
     strip_tracking: StripTracking = False,
     max_page_mb: MaxPageMb = 32.0,
+    max_links_per_page: MaxLinks = 10_000,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -391,6 +400,7 @@ def extract(
         sort_query=sort_query,
         strip_tracking=strip_tracking,
         max_page_mb=max_page_mb,
+        max_links_per_page=max_links_per_page,
         base_url=base_url,
     )
     summary = run_extract(
@@ -585,6 +595,7 @@ def run(
     sort_query: SortQuery = None,
     strip_tracking: StripTracking = None,
     max_page_mb: MaxPageMb = None,
+    max_links_per_page: MaxLinks = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -598,7 +609,8 @@ def run(
 
     Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
     last run in the work folder, the extraction options too (defaults: --window 8, --language en, --stem,
-    --stopwords, --buckets 16, --max-page-mb 32). With --threshold and no -k/-l the planner chooses k and l.
+    --stopwords, --buckets 16, --max-page-mb 32, --max-links 10000). With --threshold and no -k/-l the
+    planner chooses k and l.
 
     Example: lshsql run examples/crawl.warc.gz --work work --threshold 0.3
     """
@@ -615,6 +627,7 @@ def run(
         sort_query=sort_query,
         strip_tracking=strip_tracking,
         max_page_mb=max_page_mb,
+        max_links_per_page=max_links_per_page,
     )
     spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
     _run(

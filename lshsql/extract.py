@@ -40,6 +40,10 @@ from lshsql.sources import Record, Source, iter_records, resolve_sources
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
 
 RAW_TABLES = ("pages", "links", "fragments", "surface_forms")
+# Per page whose <a href> went over --max-links: how many were not extracted (read before the raw tables
+# are removed, for the summary and the manifest; no final table).
+OVER_CAP_TABLE = "links_over_cap"
+OVER_CAP_SCHEMA = pa.schema([("record_id", pa.int64()), ("links_over_cap", pa.int64())])
 Progress = Callable[[int, int], None]
 
 
@@ -57,6 +61,7 @@ class ExtractParams:
     sort_query: bool = False
     strip_tracking: bool = False
     max_page_bytes: int = 32 * 2**20
+    max_links_per_page: int = 10_000  # a page's <a href> after these are counted, not extracted
     base_url: str | None = None
     batch_records: int = 128
 
@@ -69,6 +74,10 @@ class ExtractParams:
             ),
             (1 <= self.buckets <= 4096, f"buckets must be in 1..4096, got {self.buckets}"),
             (self.max_page_bytes > 0, "max page size must be positive"),
+            (
+                self.max_links_per_page > 0,
+                f"max links per page must be positive, got {self.max_links_per_page}",
+            ),
             (self.batch_records > 0, "batch size must be positive"),
         ]
         for ok, message in checks:
@@ -109,6 +118,8 @@ class ExtractSummary:
     urls_described: int
     aliases: dict[str, int] = field(default_factory=dict)  # url_aliases rows by kind
     links_collapsed: int = 0  # links whose target is an alias
+    links_over_cap: int = 0  # <a href> of used pages past --max-links, not extracted
+    pages_over_cap: int = 0  # used pages that had them
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)
 
@@ -116,6 +127,9 @@ class ExtractSummary:
         """The summary `lshsql extract` prints."""
         mb = self.html_bytes / 1e6
         rate = mb / self.seconds if self.seconds else 0.0
+        over_cap = (
+            f"  links over --max-links: {self.links_over_cap} on {self.pages_over_cap} pages, not extracted"
+        )
         return [
             f"files read:      {len(self.files)}",
             f"records read:    {self.records_read} = {self.pages_used} pages used + "
@@ -124,6 +138,7 @@ class ExtractSummary:
             f"links:           {self.links} ({self.links_internal} internal, {self.links_external} external, "
             f"{sum(self.links_skipped.values())} not followable)",
             *(f"  link skipped {reason}: {n}" for reason, n in sorted(self.links_skipped.items())),
+            *([over_cap] if self.links_over_cap else []),
             "fragments:       " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.fragments.items())),
             f"URLs described:  {self.urls_described}",
             f"URL aliases:     {sum(self.aliases.values())} ("
@@ -194,9 +209,11 @@ def _extract(
             _finalize(stage_engine, raw_dir, staged, params.buckets)
         with db.connect(resources) as con:
             summary = _count(con, staged)
+            over_cap = _links_over_cap(con, raw_dir, staged)
         summary = ExtractSummary(
             **{
                 **summary.__dict__,
+                **over_cap,
                 "work": work,
                 "seconds": time.perf_counter() - started,
                 "files": [s.path for s in sources],
@@ -222,6 +239,21 @@ def _parse_all(
     return _write_raw(list(enumerate(sources)), params, workers, raw_dir, progress)
 
 
+def _links_over_cap(con, raw_dir: Path, work: Path) -> dict[str, int]:
+    """The links_over_cap and pages_over_cap counts: <a href> past --max-links on the pages used (a capture
+    skipped as duplicate_url is not counted)."""
+    files = sorted(str(p) for p in raw_dir.glob(f"**/{OVER_CAP_TABLE}.parquet"))
+    if not files:
+        return {"links_over_cap": 0, "pages_over_cap": 0}
+    links, pages = con.execute(
+        "select coalesce(sum(capped.links_over_cap), 0), count(*) from read_parquet($capped) as capped "
+        "semi join (select record_id from read_parquet($pages) where skip_reason is null) as used "
+        "on capped.record_id = used.record_id",
+        {"capped": files, "pages": str(work / "pages.parquet")},
+    ).fetchall()[0]
+    return {"links_over_cap": int(links), "pages_over_cap": int(pages)}
+
+
 def _write_raw(
     sources: list[tuple[int, Source]],
     params: ExtractParams,
@@ -234,7 +266,7 @@ def _write_raw(
         partial(parse_batch, params=params),
         partial(_skipped_rows, url_options=params.url_options()),
         lambda record: len(record.body),
-        {t: schemas.raw_schema(t) for t in RAW_TABLES},
+        {**{t: schemas.raw_schema(t) for t in RAW_TABLES}, OVER_CAP_TABLE: OVER_CAP_SCHEMA},
         raw_dir,
         workers,
         progress,
@@ -398,15 +430,18 @@ def _skipped_rows(
         url = _canonical_or_raw(record.url, url_options)
         redirect = _redirect_url(record, url_options)
         pages.add_page(record_id, record, url, record.skip_reason, redirect_url=redirect)
-    return pages.batch(), _Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None)
+    no_links = (_Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None))
+    return pages.batch(), *no_links, pa.RecordBatch.from_pylist([], schema=OVER_CAP_SCHEMA)
 
 
 def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple[pa.RecordBatch, ...]:
-    """Parse a batch of pages (runs in a worker process); returns raw pages, links, fragments and the
-    batch's surface forms (how often each word was normalized into each term)."""
+    """Parse a batch of pages (runs in a worker process); returns raw pages, links, fragments, the
+    batch's surface forms (how often each word was normalized into each term) and the pages' links over
+    params.max_links_per_page."""
     normalize = SurfaceForms(params.text_options())
     url_options = params.url_options()
     pages, links, fragments = _Rows("pages"), _Rows("links"), _Rows("fragments")
+    over_cap: dict[str, list[int]] = {"record_id": [], "links_over_cap": []}
     for record_id, record in items:
         try:
             url = urls.canonicalize(record.url.strip("<> "), url_options)
@@ -419,19 +454,29 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
             continue
         try:
             page = parse_page(
-                record.body, url, record.content_type, params.window, url_options, params.content
+                record.body,
+                url,
+                record.content_type,
+                params.window,
+                url_options,
+                params.content,
+                params.max_links_per_page,
             )
         except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
             pages.add_page(record_id, record, url, "parse_error")
             continue
         n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
+        if page.links_over_cap:
+            over_cap["record_id"].append(record_id)
+            over_cap["links_over_cap"].append(page.links_over_cap)
         pages.add_page(
             record_id, record, url, None, page.title, page.encoding, n_out, canonical_url=page.canonical_url
         )
         fragments.add_fragment(record_id, url, "title", url, 0, normalize(page.title_words), params.buckets)
         if params.content:
             fragments.add_fragment(record_id, url, "content", url, 0, normalize(page.words), params.buckets)
-    return pages.batch(), links.batch(), fragments.batch(), surface_batch(normalize)
+    over_cap_batch = pa.RecordBatch.from_pydict(over_cap, schema=OVER_CAP_SCHEMA)
+    return pages.batch(), links.batch(), fragments.batch(), surface_batch(normalize), over_cap_batch
 
 
 def surface_batch(forms: SurfaceForms | None) -> pa.RecordBatch:

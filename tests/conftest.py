@@ -89,6 +89,23 @@ def write_single_member_gzip(path: Path, records: list[dict]) -> Path:
     return path
 
 
+def plain_records(path: Path) -> list[bytes]:
+    """The bytes of each record of an uncompressed WARC, with the blank lines after it."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    data = path.read_bytes()
+    with open(path, "rb") as f:
+        records = ArchiveIterator(f)
+        offsets = [records.get_record_offset() for _ in records]
+    return [data[a:b] for a, b in zip(offsets, [*offsets[1:], len(data)], strict=True)]
+
+
+def write_records(path: Path, records: list[bytes], compress: bool) -> Path:
+    """Records as they are, or each gzipped as its own member."""
+    path.write_bytes(b"".join(gzip.compress(r, mtime=0) for r in records) if compress else b"".join(records))
+    return path
+
+
 def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
     path.write_text(
         "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"

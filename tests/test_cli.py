@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lshsql.cli import app
-from tests.conftest import EXAMPLE_CRAWL
+from tests.conftest import EXAMPLE_CRAWL, write_warc
 
 runner = CliRunner()
 COMMANDS = sorted(command.name or command.callback.__name__ for command in app.registered_commands)
@@ -113,6 +114,17 @@ def test_extract_prints_its_summary(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "records read:    121 = 120 pages used + 1 skipped" in result.stdout
     assert result.stderr == ""
+
+
+def test_extract_takes_max_links(tmp_path, small_site):
+    crawl = write_warc(tmp_path / "site.warc.gz", small_site)
+    work = tmp_path / "w"
+    args = ["extract", str(crawl), "--work", str(work), "-q", "--threads", "1", "--max-links", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "  links over --max-links: 2 on 2 pages, not extracted" in result.output
+    params = json.loads((work / "manifest.json").read_text())["stages"]["extract"]["params"]
+    assert params["max_links_per_page"] == 1
 
 
 def test_extra_stopwords_file_is_applied(tmp_path):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -14,7 +16,15 @@ import pytest
 from lshsql import db
 from lshsql.errors import InputError, ParamError
 from lshsql.extract import ExtractParams, bucket_of, extract
-from tests.conftest import EXAMPLE_CRAWL, html_response, shared, write_jsonl, write_warc
+from tests.conftest import (
+    EXAMPLE_CRAWL,
+    html_response,
+    plain_records,
+    shared,
+    write_jsonl,
+    write_records,
+    write_warc,
+)
 
 
 def rows(query: str, **params) -> list[tuple]:
@@ -246,6 +256,52 @@ def test_every_injected_fault_is_used_or_counted(tmp_path, name):
         if fault["noise"] == "gzip_encoded":
             assert found[0][3] and "\ufffd" not in found[0][3]
     assert "parse_error" not in summary.skipped and "read_error" not in summary.skipped
+
+
+def test_broken_records_are_counted_and_the_records_around_them_used(tmp_path, small_site):
+    """A gzip crawl cut inside its last record, a plain crawl with a Content-Length far too large, a gzip
+    crawl with one broken header: each broken record is counted, every other one read."""
+    records = plain_records(write_warc(tmp_path / "site.warc", small_site, compress=False))
+    cut = write_records(tmp_path / "cut.warc.gz", records, compress=True)
+    cut.write_bytes(cut.read_bytes()[: -len(gzip.compress(records[-1], mtime=0)) // 2])
+    long = [
+        *records[:2],
+        re.sub(rb"Content-Length: \d+", b"Content-Length: 999999999999", records[2]),
+        *records[3:],
+    ]
+    write_records(tmp_path / "long.warc", long, compress=False)
+    bad = [*records[:2], records[2].replace(b"WARC/1.0", b"WARC/1.0 broken", 1), *records[3:]]
+    write_records(tmp_path / "bad.warc.gz", bad, compress=True)
+    crawl = [tmp_path / name for name in ("cut.warc.gz", "long.warc", "bad.warc.gz")]
+    summary = run(crawl, tmp_path / "w")
+    # used: / (3 captures), a.html (cut.warc.gz), b.html (2 captures); 3 duplicates
+    assert summary.skipped == {"duplicate_url": 3, "read_error": 1, "truncated": 2, "warcinfo": 3}
+    assert (summary.records_read, summary.pages_used) == (12, 3)
+    assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
+
+
+def test_links_over_max_links_are_counted_in_the_summary_and_manifest(tmp_path, small_site):
+    """The 5 links of a page with --max-links 2: 2 extracted, 3 counted; an older capture of the page,
+    skipped as duplicate_url, is not counted."""
+    many = "<p>" + " ".join(f"<a href='/{i}.html'>page {i}</a>" for i in range(5)) + "</p>"
+    crawl = write_warc(
+        tmp_path / "c.warc.gz",
+        [
+            *small_site,
+            html_response("http://site.example/many", many, date="2023-01-01T00:00:00Z"),
+            html_response("http://site.example/many", many),
+        ],
+    )
+    summary = run([crawl], tmp_path / "w", max_links_per_page=2)
+    assert (summary.links_over_cap, summary.pages_over_cap) == (3, 1)
+    assert "  links over --max-links: 3 on 1 pages, not extracted" in summary.lines()
+    assert summary.records_read == summary.pages_used + sum(summary.skipped.values()) == 6
+    counts = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["extract"]["counts"]
+    assert (counts["links_over_cap"], counts["pages_over_cap"]) == (3, 1)
+    assert rows(f"select count(*) from '{tmp_path}/w/links.parquet' where source_url like '%many'") == [(2,)]
+    assert "links over" not in "\n".join(run([crawl], tmp_path / "w2").lines())
+    with pytest.raises(ParamError, match="max links per page must be positive"):
+        ExtractParams(max_links_per_page=0)
 
 
 @pytest.mark.slow

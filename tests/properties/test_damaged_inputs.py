@@ -220,7 +220,10 @@ bag_value = st.one_of(st.none(), st.text(max_size=4), st.integers(-5, 5))
 weight = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3))
 bag_columns = st.integers(1, 12).flatmap(
     lambda n: st.fixed_dictionaries(
-        {"url": st.lists(bag_value, min_size=n, max_size=n), "term": st.lists(bag_value, min_size=n, max_size=n)},
+        {
+            "url": st.lists(bag_value, min_size=n, max_size=n),
+            "term": st.lists(bag_value, min_size=n, max_size=n),
+        },
         optional={"weight": st.lists(weight, min_size=n, max_size=n)},
     )
 )

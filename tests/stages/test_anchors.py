@@ -122,6 +122,28 @@ def test_truncated_html_is_recovered():
     assert link.anchor == ["anchor", "te"]
 
 
+@pytest.mark.parametrize("tag", ["font", "div", "noscript"])
+def test_links_after_nesting_deeper_than_libxml2_parses_are_read(tag):
+    """Past 2,048 open elements libxml2 stops parsing; the page is parsed again without the nesting (and
+    with no tag left that nests when even dropped elements like noscript nest that deep: their words show)."""
+    body = f"<title>Deep</title><p>first <a href='/a'>one</a></p>{f'<{tag}>word ' * 2100}<p>after <a href='/b'>two</a>"
+    got = page(body, window=2)
+    assert got.title == "Deep"
+    assert [(link.target_url, link.anchor, link.before, link.after) for link in got.links] == [
+        ("http://site.example/a", ["one"], ["first"], ["word", "word"]),
+        ("http://site.example/b", ["two"], ["word", "after"], []),
+    ]
+
+
+def test_links_past_max_links_are_counted_and_read_as_text_only():
+    body = "<p>" + " ".join(f"w{c} <a href='/{c}'>a{c}</a>" for c in "vwxyz") + " end</p>"
+    got = page(body, window=2, max_links=2)
+    assert [link.target_url for link in got.links] == ["http://site.example/v", "http://site.example/w"]
+    assert got.links_over_cap == 3
+    assert got.links[1].after == ["wx", "ax"]  # the windows are those of the page without the cap
+    assert page(body, window=2).links[1] == got.links[1] and page(body).links_over_cap == 0
+
+
 def test_xml_declaration_and_xhtml_are_parsed():
     body = '<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><body><a href="a">x</a></body></html>'
     assert only_link(body).anchor == ["x"]

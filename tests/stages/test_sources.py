@@ -5,13 +5,22 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from lshsql.errors import InputError
 from lshsql.sources import Source, iter_records, resolve_sources, sniff_kind
-from tests.conftest import html_response, shared, write_jsonl, write_single_member_gzip, write_warc
+from tests.conftest import (
+    html_response,
+    plain_records,
+    shared,
+    write_jsonl,
+    write_records,
+    write_single_member_gzip,
+    write_warc,
+)
 
 MAX = 2**20
 
@@ -87,9 +96,13 @@ def test_pages_over_the_size_limit_are_skipped(tmp_path):
     assert record.skip_reason == "too_large"
 
 
-def test_corrupt_tail_is_counted_as_read_error(tmp_path):
+@pytest.mark.parametrize(
+    ("tail", "last"), [(b"\x00\x01\x02 garbage\r\n\r\n", [(None, "read_error")]), (b"\x00\x00\r\n", [])]
+)
+def test_corrupt_tail_is_counted_as_read_error_and_padding_is_not(tmp_path, tail, last):
     path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", "<p>x</p>")], compress=False)
-    path.write_bytes(path.read_bytes() + b"\x00\x01\x02 garbage\r\n\r\n")
+    path.write_bytes(path.read_bytes() + tail)
+    assert reasons(Source(str(path), "warc")) == [(None, "warcinfo"), ("http://a.example/", None), *last]
 
 
 def test_unparseable_http_headers_are_counted_not_fatal(tmp_path):
@@ -100,6 +113,112 @@ def test_unparseable_http_headers_are_counted_not_fatal(tmp_path):
         b"Content-Type: application/http; msgtype=request\r\nContent-Length: 1\r\n\r\nx\r\n\r\n"
     )
     path.write_bytes(path.read_bytes() + broken_request)
+    assert reasons(Source(str(path), "warc")) == [
+        (None, "warcinfo"),
+        ("http://a.example/", None),
+        ("http://a.example/", "request"),
+    ]
+
+
+def pages(n: int) -> list[dict]:
+    """n pages of a few hundred words each (gzip cannot shrink them to nothing)."""
+    return [
+        html_response(f"http://a.example/{i}", "<p>" + " ".join(f"w{i * j % 9973}" for j in range(300)))
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_record_cut_short_is_skipped_as_truncated_not_used_in_part(tmp_path, compress):
+    records = plain_records(write_warc(tmp_path / "c.warc", pages(3), compress=False))
+    path = write_records(tmp_path / "w.warc", records, compress)
+    data = path.read_bytes()
+    last = len(data) - (len(gzip.compress(records[-1], mtime=0)) if compress else len(records[-1]))
+    path.write_bytes(data[: last + (len(data) - last) * 2 // 3])  # into the last record's body
+    assert reasons(Source(str(path), "warc")) == [
+        (None, "warcinfo"),
+        ("http://a.example/0", None),
+        ("http://a.example/1", None),
+        ("http://a.example/2", "truncated"),
+    ]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_record_cut_inside_its_header_is_truncated(tmp_path, compress):
+    records = plain_records(write_warc(tmp_path / "c.warc", pages(2), compress=False))
+    path = write_records(tmp_path / "w.warc", [*records[:-1], records[-1][:60]], compress)
+    assert reasons(Source(str(path), "warc"))[-1] == (None, "truncated")
+
+
+def test_the_cut_end_of_a_real_crawl_is_truncated(tmp_path):
+    """The shared fixture cut after 700,000 bytes, as `head -c` does: its last page is no longer whole."""
+    path = tmp_path / "cut.warc.gz"
+    path.write_bytes(shared("crawls", "fixture-small.warc.gz").read_bytes()[:700_000])
+    records = list(iter_records(Source(str(path), "warc"), 32 * MAX))
+    assert [r.skip_reason for r in records[-2:]] == [None, "truncated"] and records[-1].body is None
+    assert sum(r.skip_reason == "truncated" for r in records) == 1
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("wrong", [lambda n: 999999999999, lambda n: n + 50], ids=["huge", "50 too many"])
+def test_a_wrong_content_length_does_not_swallow_the_records_after_it(tmp_path, compress, wrong):
+    records = plain_records(write_warc(tmp_path / "c.warc", pages(10), compress=False))
+    records[3] = re.sub(
+        rb"Content-Length: (\d+)", lambda m: b"Content-Length: %d" % wrong(int(m[1])), records[3], count=1
+    )
+    path = write_records(tmp_path / "w.warc", records, compress)
+    assert reasons(Source(str(path), "warc")) == [
+        (None, "warcinfo"),
+        *((f"http://a.example/{i}", "truncated" if i == 2 else None) for i in range(10)),
+    ]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_page_with_a_warc_header_line_in_it_is_one_record(tmp_path, compress):
+    html = "<pre>\nWARC/1.0\r\nWARC-Type: response\r\nContent-Length: 5\r\n\r\n</pre>"
+    path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", html), *pages(1)], compress)
+    got = list(iter_records(Source(str(path), "warc"), MAX))
+    assert [(r.url, r.skip_reason) for r in got[1:]] == [
+        ("http://a.example/", None),
+        ("http://a.example/0", None),
+    ]
+    assert got[1].body == html.encode()
+
+
+def test_gzip_members_cut_across_records_are_read_as_one_stream(tmp_path):
+    plain = write_warc(tmp_path / "c.warc", pages(4), compress=False).read_bytes()
+    path = tmp_path / "chunks.warc.gz"
+    path.write_bytes(b"".join(gzip.compress(plain[i : i + 700], mtime=0) for i in range(0, len(plain), 700)))
+    expected = [(None, "warcinfo"), *((f"http://a.example/{i}", None) for i in range(4))]
+    assert reasons(Source(str(path), "warc")) == expected
+    real = shared("real-warc", "warcio", "example-wrong-chunks.warc.gz")
+    assert [(r.record_type, r.skip_reason) for r in iter_records(Source(str(real), "warc"), MAX)] == [
+        ("response", None),
+        ("request", "request"),
+    ]
+
+
+def damaged_member(record: bytes, damage: str) -> bytes:
+    if damage == "first line":
+        return gzip.compress(record.replace(b"WARC/1.0", b"WARX/1.0", 1), mtime=0)
+    if damage == "content length":
+        return gzip.compress(re.sub(rb"Content-Length: \d+", b"Content-Length: n", record, count=1), mtime=0)
+    member = bytearray(gzip.compress(record, mtime=0))
+    member[20:40] = bytes(20)  # corrupt deflate data
+    return bytes(member)
+
+
+@pytest.mark.parametrize("damage", ["first line", "content length", "deflate data"])
+def test_one_broken_record_of_a_gzip_warc_loses_only_itself(tmp_path, damage):
+    records = plain_records(write_warc(tmp_path / "c.warc", pages(5), compress=False))
+    path = tmp_path / "w.warc.gz"
+    members = [gzip.compress(r, mtime=0) for r in records]
+    members[3] = damaged_member(records[3], damage)
+    path.write_bytes(b"".join(members))
+    got = list(iter_records(Source(str(path), "warc"), MAX))
+    assert [r.skip_reason for r in got] == ["warcinfo", None, None, "read_error", None, None]
+    assert [r.url for r in got if r.body] == [f"http://a.example/{i}" for i in (0, 1, 3, 4)]
+    assert got[3].source_offset == sum(map(len, members[:3]))
 
 
 def test_real_arc_file_is_read():
