@@ -166,11 +166,17 @@ def main() -> None:
     except LshsqlError as e:
         if os.environ.get("LSHSQL_DEBUG"):
             raise
-        typer.echo(f"lshsql: error: {_printable(str(e))}", err=True)
+        typer.echo(f"lshsql: error: {' '.join(_printable(str(e), lines=False).split())}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         typer.echo("lshsql: error: interrupted", err=True)
         sys.exit(130)
+    except OSError as e:  # the machine's, not the input's: a full disk, a folder that cannot be written
+        if os.environ.get("LSHSQL_DEBUG"):
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        typer.echo(f"lshsql: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
     except Exception as e:  # noqa: BLE001 - the one boundary: no traceback reaches a user
         if os.environ.get("LSHSQL_DEBUG") or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
             raise

@@ -28,8 +28,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "source_offset",
             pa.int64(),
-            "byte offset of the record in source_file (decompressed stream for "
-            "single-member gzip files; line offset for JSON Lines)",
+            "byte offset of the record in source_file (of the gzip member it starts, else in the "
+            "decompressed stream; line offset for JSON Lines)",
         ),
         ("skip_reason", pa.string(), "why the record is not used; null for a used page"),
         (
