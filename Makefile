@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark clean
+.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, a
 
 bench-spark: install  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
+
+bench-spark-kill: install  ## run --bags (500 docs) on a local 2-worker Spark cluster, a worker killed in pairs or not: 3 runs each
+	$(BIN)/python bench/spark_cluster.py bench --docs 500 --runs 3 --stage pairs --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches
 	rm -rf $(VENV) work .pytest_cache .ruff_cache

@@ -34,6 +34,7 @@ and 4.0 have no WITH RECURSIVE: sql/04_url_aliases.sql stops there with a StageE
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import uuid
@@ -113,11 +114,28 @@ def session(master: str = "local[*]", conf: dict[str, str] | None = None):
         ) from None
     try:
         spark.sparkContext.setLogLevel("ERROR")
+        _quiet_loggers(spark)
         register_udfs(spark)
     except Exception:
         spark.stop()
         raise
     return spark
+
+
+# Driver loggers that print a stack trace per message to an executor that is gone (a worker lost or
+# killed): Spark's one-line "Lost executor" and the task retries already say what happened.
+QUIET_LOGGERS = ("org.apache.spark.network.client.TransportClient",)
+
+
+def _quiet_loggers(spark) -> None:
+    """Switch QUIET_LOGGERS off in the driver's log4j 2 (a no-op where log4j 2 cannot be reached)."""
+    try:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001 - log4j has no Python API
+        level = jvm.org.apache.logging.log4j.Level.OFF
+        for name in QUIET_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Exception:  # noqa: BLE001 - quieter logs are a nicety, never a reason to fail
+        pass
 
 
 def _require_pyspark() -> None:
@@ -445,8 +463,21 @@ def _arrow_schema(schema) -> pa.Schema:
     return to_arrow_schema(schema)
 
 
+# Where the message of a Spark error ends and a stack trace begins (py4j appends the JVM's).
+TRACE_MARKERS = (" JVM stacktrace:", " Driver stacktrace:", " == SQL")
+FRAME_STARTS = ("at ", "Caused by:", "JVM stacktrace:", "Driver stacktrace:")
+
+
 def _one_line(error: Exception) -> str:
-    text = " ".join(str(error).split())
-    for marker in (" JVM stacktrace:", " == SQL", "\tat "):
+    """The message of a Spark error on one line: no stack trace (a job aborted by a lost task carries the
+    driver's), no py4j prefix ("An error occurred while calling o123.parquet."), at most 400 characters."""
+    lines = []
+    for line in str(error).splitlines():
+        if lines and line.strip().startswith(FRAME_STARTS):
+            break
+        lines.append(line)
+    text = " ".join(" ".join(lines).split())
+    for marker in TRACE_MARKERS:
         text = text.split(marker)[0]
+    text = re.sub(r"^An error occurred while calling [\w.$]+\. ?: ", "", text)
     return text[:400]

@@ -1,19 +1,15 @@
 """`lshsql run CRAWL --engine spark --spark-master spark://...` on a real Spark standalone cluster (a master
-and one worker started here from pyspark's own scripts): executors are separate JVMs with Python workers in
-another working directory, so this checks what local mode cannot — that the UDFs reach the executors, that
+and one worker started by bench/spark_cluster.py from pyspark's own scripts, every port on 127.0.0.1):
+executors are separate JVMs with Python workers in another working directory, so this checks what local mode cannot — that the UDFs reach the executors, that
 extraction tasks read relative input paths, and that Spark's writes land in the work folder — and that the
 rows are still DuckDB's. Needs pyspark and Java (skipped without them); about a minute.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,12 +18,9 @@ from tests.engines.conftest import FAST_JVM, require_spark
 
 require_spark()
 
-import pyspark  # noqa: E402
-
+from bench import spark_cluster  # noqa: E402
 from tests.conftest import html_response, write_warc  # noqa: E402
 from tests.engines.test_spark_run import rows  # noqa: E402
-
-SPARK_HOME = Path(pyspark.__file__).parent
 
 
 def write_crawl(path: Path, seed: int = 5) -> Path:
@@ -47,69 +40,14 @@ def write_crawl(path: Path, seed: int = 5) -> Path:
     return write_warc(path, records)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(log: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
-    return subprocess.Popen(
-        [str(SPARK_HOME / "bin" / "spark-class"), *args],
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,  # its own process group: the JVM and its children stop together
-    )
-
-
-def wait_for(log: Path, text: str, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
-        time.sleep(0.5)
-    raise AssertionError(
-        f"{log.name}: no '{text}' after {seconds} s:\n{log.read_text(errors='replace')[-2000:]}"
-    )
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """spark://127.0.0.1:<port>: a standalone master and one worker of 2 cores."""
+    """A standalone master and one worker of 2 cores (bench/spark_cluster.py), every process of it (and of
+    the runs given its environment) stopped at the end."""
     root = tmp_path_factory.mktemp("cluster")
-    port = free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    master = start(
-        root / "master.log",
-        "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-        "--webui-port", str(free_port()),
-    )  # fmt: skip
-    processes = [master]
-    try:
-        wait_for(root / "master.log", "I have been elected leader")
-        processes.append(
-            start(
-                root / "worker.log",
-                "org.apache.spark.deploy.worker.Worker",
-                master_url,
-                "--cores",
-                "2",
-                "--memory",
-                "2g",
-                "--webui-port",
-                str(free_port()),
-                "--work-dir",
-                str(root / "work"),
-            )  # fmt: skip
-        )
-        wait_for(root / "worker.log", "Successfully registered with master")
-        yield master_url
-    finally:
-        for process in processes:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
+    with spark_cluster.running(root, workers=1, cores=2, memory="2g") as started:
+        yield started
+    assert spark_cluster.alive(started) == []
 
 
 def test_run_on_a_standalone_cluster_gives_duckdbs_rows(cluster, tmp_path):
@@ -119,15 +57,22 @@ def test_run_on_a_standalone_cluster_gives_duckdbs_rows(cluster, tmp_path):
     def lshsql(*args: str) -> subprocess.CompletedProcess:
         # from tmp_path, with the crawl given relative to it, as a user at a shell would
         return subprocess.run(
-            [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=900, cwd=tmp_path
+            [sys.executable, "-m", "lshsql", *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
+            env=spark_cluster.loopback_env(cluster.root),  # the driver binds to 127.0.0.1 too
         )
 
     result = lshsql("run", "crawl.warc.gz", "--work", "duckdb", *options)
     assert result.returncode == 0, result.stderr
     result = lshsql(
-        "run", "crawl.warc.gz", "--work", "spark", *options, "--engine", "spark", "--spark-master", cluster,
-        "--spark-conf", "spark.sql.shuffle.partitions=2", "--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}",
+        "run", "crawl.warc.gz", "--work", "spark", *options, "--engine", "spark",
+        "--spark-master", cluster.master_url, "--spark-conf", "spark.sql.shuffle.partitions=2",
+        "--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}",
         "--spark-conf", f"spark.executor.extraJavaOptions={FAST_JVM}", "--spark-conf", "spark.executor.memory=1g",
+        "--spark-conf", "spark.ui.enabled=false",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     for table in ("pages", "links", "fragments/bucket=0/data", "pairs", "clusters", "cluster_labels"):
