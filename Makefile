@@ -6,28 +6,39 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark bench-spark-kill clean
+.PHONY: help install demo test test-all lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-$(BIN)/lshsql: pyproject.toml
+# One venv; a stamp per set of packages, so `make demo` installs only what the pipeline needs.
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+
+$(VENV)/.demo: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet .
 	@touch $@
 
-install: $(BIN)/lshsql  ## Create .venv and install lshsql with its test extras
+$(VENV)/.test: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@ $(VENV)/.demo
 
-demo: install  ## Run the pipeline on the bundled example crawl and print the largest clusters
+$(VENV)/.test-all: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[test,spark]'
+	@touch $@ $(VENV)/.test $(VENV)/.demo
+
+install: $(VENV)/.test  ## Create .venv and install lshsql (editable) with its test extras
+
+demo: $(VENV)/.demo  ## Run the pipeline on the bundled example crawl and print the largest clusters
 	$(BIN)/lshsql run $(CRAWL) --work $(WORK) --quiet
 	$(BIN)/lshsql clusters --work $(WORK) --limit 10
 
-test: install  ## Run the whole test suite (uses ../shared/data where present)
-	$(BIN)/python -m pytest
+test: $(VENV)/.test  ## The everyday loop: every test but the slow and Spark ones (uses ../shared/data where present)
+	$(BIN)/python -m pytest -m "not slow and not spark"
 
-test-fast: install  ## Run the tests not marked slow
-	$(BIN)/python -m pytest -m "not slow"
+test-all: $(VENV)/.test-all  ## Every test: the slow ones (long fuzzing, real crawls) and the Spark engine too (CI runs this)
+	$(BIN)/python -m pytest
 
 lint: install  ## ruff check and format check
 	$(BIN)/pip install --quiet ruff
@@ -63,10 +74,10 @@ bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB
 bench-reuters: install  ## Reuters-21578: LSH vs exact single-link at 1k, 10k, all docs: time, F-measure
 	$(BIN)/python bench/reuters.py --sizes 1000,10000,all,body --runs 3 --threshold 0.25 --cuts 0.25,0.3,0.35 --headline-cut 0.25 --sweep 0.2:0.4:0.01 --out bench/RESULTS.md
 
-bench-spark: install  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
+bench-spark: $(VENV)/.test-all  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
 
-bench-spark-kill: install  ## run --bags (500 docs) on a local 2-worker Spark cluster, a worker killed in pairs or not: 3 runs each
+bench-spark-kill: $(VENV)/.test-all  ## run --bags (500 docs) on a local 2-worker Spark cluster, a worker killed in pairs or not: 3 runs each
 	$(BIN)/python bench/spark_cluster.py bench --docs 500 --runs 3 --stage pairs --out bench/RESULTS.md
 
 clean:  ## Remove .venv, work/ and caches

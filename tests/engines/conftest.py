@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +36,11 @@ def spark():
     session = engine.session("local[1]", FAST_START)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test of this folder is a Spark engine test: `make test` leaves them to `make test-all`."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.spark)
