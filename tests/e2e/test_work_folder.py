@@ -236,13 +236,17 @@ def test_a_writer_removes_what_killed_runs_left(tmp_path):
         work / "fragments" / "bucket=0" / "tmp_data.parquet",
         work / "manifest.json.123.tmp",
     ]
-    kept = [work / "tmp" / "duckdb" / str(os.getppid()) / "spill.tmp", work / "pairs.parquet"]
+    kept = [
+        work / "tmp" / "duckdb" / str(os.getpid()) / "spill.tmp",
+        work / "pairs.parquet",
+    ]  # a live reader's
     for path in leftovers + kept:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
-    with workdir.writing(work):
-        assert [p for p in leftovers if p.exists()] == []
-        assert all(p.exists() for p in kept)
+    result = cli("ingest", str(DOCS), "--work", str(work), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert [p for p in leftovers if p.exists()] == []
+    assert all(p.exists() for p in kept)
 
 
 def descendants(pid: int) -> set[int]:
