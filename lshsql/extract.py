@@ -36,7 +36,7 @@ from lshsql import db, manifest, schemas, sqlfiles, urls, workdir
 from lshsql.anchors import parse_page, sniff_skip_reason
 from lshsql.engine import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
-from lshsql.sources import Record, Source, iter_records, resolve_sources
+from lshsql.sources import Record, Source, iter_records, path_text, resolve_sources
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
 
 RAW_TABLES = ("pages", "links", "fragments", "surface_forms")
@@ -594,7 +594,7 @@ class _Rows:
             n_bytes=record.n_bytes,
             title=title,
             n_out_links=n_out_links,
-            source_file=record.source_file,
+            source_file=path_text(record.source_file),
             source_offset=record.source_offset,
             skip_reason=reason,
             redirect_url=redirect_url,

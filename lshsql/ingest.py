@@ -35,6 +35,7 @@ from lshsql.extract import (
     surface_batch,
     write_raw_tables,
 )
+from lshsql.sources import path_text
 from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, words
 
 TABLES = (*RAW_TABLES, "labels")
@@ -335,7 +336,7 @@ def _add_page(pages: _Rows, record_id: int, doc: Document, n_bytes: int) -> None
         n_bytes=n_bytes,
         title=doc.title,
         n_out_links=None,
-        source_file=doc.source_file,
+        source_file=path_text(doc.source_file),
         source_offset=doc.source_offset,
         skip_reason=doc.skip_reason,
         redirect_url=None,  # documents are no crawl: no redirects, no canonical links, no url_aliases

@@ -545,10 +545,12 @@ def _location(status: int | None, location: object) -> str | None:
 
 
 def _status(code: str | None) -> int | None:
+    """An HTTP status code, or None where it is none (the record is then skipped as http_status)."""
     try:
-        return int(code) if code else None
+        status = int(code) if code else None
     except ValueError:
         return None
+    return status if status is not None and 0 <= status <= 999 else None
 
 
 def http_skip_reason(status: int | None, content_type: str | None) -> str | None:
@@ -676,7 +678,7 @@ def _iter_htmldir(folder: str, base_url: str | None, max_bytes: int) -> Iterator
         if reason is None and not _inside(root, path):
             reason = "path_outside_folder"
         if reason:
-            yield Record(url, "file", _path_text(path), 0, skip_reason=reason)
+            yield Record(url, "file", path_text(path), 0, skip_reason=reason)
             continue
         yield _file_record(url, path, max_bytes)
 
@@ -725,7 +727,7 @@ def _derived_entries(folder: str, base_url: str) -> Iterator[tuple[str, str, Non
         yield clean_text(urljoin(base, quote(os.fsencode(rel)))), str(p.relative_to(root)), None
 
 
-def _path_text(path: str) -> str:
+def path_text(path: str) -> str:
     """A file path as UTF-8 text for the source_file column: bytes of a name that are not UTF-8 (which
     Python holds as lone surrogates, refused by Arrow) written as \\xNN."""
     try:
@@ -735,7 +737,7 @@ def _path_text(path: str) -> str:
 
 
 def _file_record(url: str, path: str, max_bytes: int) -> Record:
-    base = {"url": url, "record_type": "file", "source_file": _path_text(path), "source_offset": 0}
+    base = {"url": url, "record_type": "file", "source_file": path_text(path), "source_offset": 0}
     try:
         with open(path, "rb") as f:
             body = f.read(max_bytes + 1)

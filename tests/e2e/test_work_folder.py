@@ -367,3 +367,28 @@ def test_terminal_escapes_in_titles_are_not_printed(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Evil" in result.stdout and "done" in result.stdout
     assert not any(ch in result.stdout for ch in "\x1b\x07\r\x9b")
+
+
+def test_a_warc_status_out_of_range_is_a_skipped_record(tmp_path, small_site):
+    """HTTP/1.1 99999999999999 once overflowed the status column and stopped the extraction."""
+    records = [
+        *small_site,
+        html_response("http://site.example/odd", "<a href='/'>x</a>", "99999999999999 OK"),
+    ]
+    crawl = write_warc(tmp_path / "c.warc.gz", records)
+    result = cli("extract", str(crawl), "--work", str(tmp_path / "w"))
+    assert result.returncode == 0, result.stderr
+    assert "records read:    5 = 3 pages used + 2 skipped" in result.stdout
+    assert "skipped http_status: 1" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["extract", "ingest"])
+def test_an_input_path_that_is_not_utf8(tmp_path, command):
+    """A folder name of bytes that are not UTF-8 once reached Arrow as lone surrogates, a traceback."""
+    folder = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
+    os.mkdir(folder)
+    path = os.path.join(folder, "in.jsonl")
+    row = {"url": "http://e.example/", "html": "<title>t</title><a href='/x'>x</a>"}
+    write_jsonl(Path(path), [row if command == "extract" else {"id": "a", "text": "some words here"}])
+    result = cli(command, path, "--work", str(tmp_path / "w"))
+    assert result.returncode == 0, result.stderr
