@@ -121,9 +121,9 @@ def environment(
         "domains_with_bag": sum(c["size"] for c in clusters),
     }
     result = Environment(site, unit, out, totals, clusters, round(time.perf_counter() - started, 3))
-    (out / "summary.json").write_text(
+    workdir.write_text(
+        out / "summary.json",
         json.dumps({"site": site, "site_unit": unit, **totals, "clusters": clusters}, indent=2) + "\n",
-        encoding="utf-8",
     )
     return result
 

@@ -102,7 +102,7 @@ def evaluate(
         result["neighbours"] = _neighbours(con, out, sample, seed)
         result["clusters"] = _cluster_quality(con, Path(labels)) if labels is not None else None
     result["seconds"] = round(time.perf_counter() - started, 3)
-    (out / "eval.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    workdir.write_text(out / "eval.json", json.dumps(result, indent=2) + "\n")
     return result
 
 

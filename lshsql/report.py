@@ -22,7 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from lshsql import __version__, db, explore, manifest
+from lshsql import __version__, db, explore, manifest, workdir
 from lshsql.errors import InputError
 from lshsql.params import collision_probability, tables_recall
 from lshsql.pipeline import output_path
@@ -111,7 +111,7 @@ def write_report(work: str | Path, out: Path | None = None, resources: db.Resour
     out = Path(out) if out is not None else work / REPORT
     page = _render(work, data, params, db.for_work(work, resources))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8", newline="\n")
+    workdir.write_text(out, page)
     return out
 
 

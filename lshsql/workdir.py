@@ -33,11 +33,13 @@ _held: dict[Path, tuple[int, int]] = {}  # work folder -> (lock file descriptor,
 
 
 @contextmanager
-def writing(work: str | Path) -> Iterator[Path]:
+def writing(work: str | Path, create: bool = True) -> Iterator[Path]:
     """Hold the work folder's writer lock for the block (re-entrant in one process: `run CRAWL` extracts
-    and runs the stages under one lock). A second writer stops at once with a one-line error naming the
-    folder and the process holding it. Readers take no lock."""
+    and runs the stages under one lock), making the folder unless `create` is False. A second writer stops
+    at once with a one-line error naming the folder and the process holding it. Readers take no lock."""
     work = Path(work)
+    if not create and not work.is_dir():
+        raise InputError(f"{work}: no such work folder")
     try:
         work.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -97,8 +99,9 @@ def remove_leftovers(work: Path) -> None:
     for pattern in ("tmp_*", "*/tmp_*", "*/*/tmp_*"):
         for path in work.glob(pattern):
             _remove(path)
-    for path in work.glob(f"{manifest.MANIFEST}.*.tmp"):
-        _remove(path)
+    for pattern in ("*.*.tmp", "*/*.*.tmp"):  # write_text's, the manifest's among them
+        for path in work.glob(pattern):
+            _remove(path)
 
 
 def _remove_dead_spill(spill: Path) -> None:
@@ -124,6 +127,13 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file whole or not at all: a temporary file of this process, then a rename."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)
 
 
 # --- extraction: written beside the old one, switched in whole -----------------------------------------
@@ -200,13 +210,14 @@ def fragment_files(work: str | Path) -> list[str]:
 
 
 def writer(function: Callable[P, R]) -> Callable[P, R]:
-    """Run `function` (an API function with a `work` argument) holding that folder's writer lock."""
+    """Run `function` (an API function with a `work` argument, a folder that exists) holding that folder's
+    writer lock."""
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
         work = signature.bind(*args, **kwargs).arguments["work"]
-        with writing(work):
+        with writing(work, create=False):
             return function(*args, **kwargs)
 
     return locked
