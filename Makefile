@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-all lint bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark bench-spark-kill clean
+.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -42,8 +42,11 @@ test-all: $(VENV)/.test-all  ## Every test: the slow ones (long fuzzing, real cr
 
 lint: install  ## ruff check and format check
 	$(BIN)/pip install --quiet ruff
-	$(BIN)/ruff check lshsql tests bench
-	$(BIN)/ruff format --check lshsql tests bench
+	$(BIN)/ruff check lshsql tests bench docs/generate.py
+	$(BIN)/ruff format --check lshsql tests bench docs/generate.py
+
+docs: $(VENV)/.test  ## Regenerate docs/cli.md and docs/outputs.md from the commands' --help and lshsql/schemas.py
+	$(BIN)/python docs/generate.py
 
 BENCH_VENV := .bench-venv
 SHARED_BENCH := ../shared/bench

@@ -1,7 +1,7 @@
 """Parquet schemas of every table lshsql writes, with a line of documentation per column.
 
-These are the contracts between stages (and with users who bring their own tables); the README's schema
-section is generated from the same docs.
+These are the contracts between stages (and with users who bring their own tables); docs/outputs.md
+is generated from the same docs (python docs/generate.py).
 """
 
 from __future__ import annotations
@@ -310,7 +310,7 @@ def raw_schema(table: str) -> pa.Schema:
 
 
 def markdown(table: str) -> str:
-    """A markdown table of the columns, for the README."""
+    """A markdown table of the columns, for docs/outputs.md."""
     rows = [f"| `{name}` | {dtype} | {doc} |" for name, dtype, doc in COLUMNS[table]]
     return "\n".join(["| column | type | meaning |", "|---|---|---|", *rows])
 

@@ -214,6 +214,6 @@ def test_ingest_keeps_surface_forms_of_words_and_of_shingles(tmp_path):
     ]
 
 
-def test_readme_lists_the_stage(runs):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "| cluster_labels | `sql/63_cluster_labels.sql` |" in readme
+def test_the_docs_list_the_stage(runs):
+    stages = (REPO / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+    assert "| cluster_labels | `sql/63_cluster_labels.sql` |" in stages
