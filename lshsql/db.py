@@ -90,9 +90,8 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
     finally:
         con.close()
         if resources.temp_directory:
-            with contextlib.suppress(
-                OSError
-            ):  # emptied by DuckDB on close; kept if another connection spills
+            # DuckDB empties it on close; it stays while another connection of this process spills there
+            with contextlib.suppress(OSError):
                 Path(config["temp_directory"]).rmdir()
 
 
