@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lshsql import db
@@ -147,7 +149,7 @@ def test_the_query_commands_run_duckdb_with_the_resources_they_are_given(work, m
         result = CliRunner().invoke(app, [*command, *options])
         assert result.exit_code == 0, (command, result.output)
         assert given, command
-        expected = db.Resources("300MB", 1, str(work / "tmp" / "duckdb"), "1GB")
+        expected = db.Resources("300MB", 1, str(work / "tmp" / "duckdb" / str(os.getpid())), "1GB")
         assert all(resources == expected for resources in given), (command, given)
 
 
