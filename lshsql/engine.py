@@ -1,7 +1,7 @@
 """The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/spark.py).
 
-The pipeline's runners (lshsql/pipeline.py) call only these operations, so the same Python drives a stage,
-a CENTER round or a connected-components round on either engine:
+The pipeline's runners (lshsql/pipeline/runners.py) call only these operations, so the same Python drives
+a stage, a CENTER round or a connected-components round on either engine:
 
     register(inputs)                      a view per relation of Parquet file(s)
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
