@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import udf
+from lshsql import sqlfiles, udf
 from lshsql.errors import StageError
 from lshsql.params import Params
 
@@ -35,118 +35,26 @@ def row_accounting(engine, params: Params, bag_rows: int, grouped: bool) -> dict
     return {"rows_read": read, "rows_used": used, "rows_dropped": dropped}
 
 
+ACCOUNTING_SQL = "20_bags_accounting.sql"
+REPEATS_SQL = "20_bags_repeats.sql"
+# the columns of sql/20_bags_accounting.sql after used, in its order
 DROP_REASONS = ("below_min_df", "above_max_df", "in_every_url", "weight_rounds_to_zero")
 
 
 def _rows_used_and_dropped(engine, params: Params, rows_unique: bool) -> tuple[int, dict[str, int]]:
-    """The rows of term_counts that went into a bag, and per reason those the bags stage dropped (the
-    filters of sql/20_bags.sql, in its order). With one row per (url, term), terms.n_urls is the document
-    frequency and counts the rows, so only the rows whose tf rounds to 0 are grouped (none in a set table)."""
-    query = _DROPPED_ROWS.replace("{rows_judged}", _ROWS_UNIQUE if rows_unique else _ROWS_GROUPED)
+    """The rows of term_counts that went into a bag, and per reason those the bags stage dropped
+    (sql/20_bags_accounting.sql, which mirrors the filters of sql/20_bags.sql)."""
+    query = sqlfiles.render(sqlfiles.load(ACCOUNTING_SQL), {"rows_unique": rows_unique})
     sql_params = {"min_df": params.min_df, "max_df": params.max_df, "weighting": params.weighting}
     used, *dropped = (int(n or 0) for n in engine.row(query, sql_params))
     return used, {reason: n for reason, n in zip(DROP_REASONS, dropped, strict=True) if n}
 
 
-# Per reason, rows of term_counts: df filters first, then a weight of 0 (idf 0, or a tf that rounds to 0 at
-# 12 decimals), as sql/20_bags.sql applies them. {rows_judged} gives (df, n_rows, zero_tf) per group of rows.
-_DROPPED_ROWS = """
-with
-n as (select count(*) as n_urls from urls),
-{rows_judged},
-judged as (
-    select
-        case
-            when rows_judged.df < $min_df then 'below_min_df'
-            when not (rows_judged.df <= $max_df * n.n_urls) then 'above_max_df'
-            when $weighting = 'tfidf' and rows_judged.df >= n.n_urls then 'in_every_url'
-            when rows_judged.zero_tf then 'weight_rounds_to_zero'
-            else 'used'
-        end as reason,
-        rows_judged.n_rows
-    from rows_judged
-    cross join n
-)
-select
-    {sums}
-from judged
-""".replace(
-    "{sums}",
-    ",\n    ".join(
-        f"sum(case when judged.reason = '{reason}' then judged.n_rows else 0 end) as {reason}"
-        for reason in ("used", *DROP_REASONS)
-    ),
-)
-
-
-# One row per (url, term): per term, its rows, less those whose tf rounds to 0, which are judged apart.
-_ROWS_UNIQUE = """
-zero_tf as (
-    select term_counts.term, count(*) as n_rows
-    from term_counts
-    where cast(term_counts.tf as decimal(38, 12)) = 0
-    group by term_counts.term
-),
-rows_judged as (
-    select terms.n_urls as df, terms.n_urls - coalesce(zero_tf.n_rows, 0) as n_rows, false as zero_tf
-    from terms
-    left join zero_tf on terms.term = zero_tf.term
-    union all
-    select terms.n_urls as df, zero_tf.n_rows, true as zero_tf
-    from zero_tf
-    inner join terms on zero_tf.term = terms.term
-)"""
-
-
-# Repeated rows add up first: df counts a term's URLs, and the summed tf of a (url, term) is what rounds.
-# Only rows with a known url and term, as the stage's inner joins keep.
-_ROWS_GROUPED = """
-counts as (
-    select
-        term_counts.url,
-        term_counts.term,
-        count(*) as n_rows,
-        sum(cast(term_counts.tf as decimal(38, 12))) as tf
-    from term_counts
-    semi join terms on term_counts.term = terms.term
-    semi join urls on term_counts.url = urls.url
-    group by term_counts.url, term_counts.term
-),
-df as (
-    select counts.term, count(*) as df from counts group by counts.term
-),
-rows_judged as (
-    select df.df, counts.n_rows, counts.tf = 0 as zero_tf
-    from counts
-    inner join df on counts.term = df.term
-)"""
-
-
-# Repeats the bags written cannot show, in rows the bags stage drops: every row of a term too common by
-# n_urls (which counts a repeat twice; max_df, or idf <= 0 with tfidf: these mirror sql/20_bags.sql), and a
-# row whose tf rounds to 0 at 12 decimals while its repeat stays. It reads term_counts only for those terms
-# and (url, term)s: none in the harness's sets; a crawl's few stopword-like terms above max_df.
-HIDDEN_REPEATS = """
-with
-n as (select count(*) as n_urls from urls),
-common as (
-    select terms.term from terms cross join n
-    where not (terms.n_urls <= $max_df * n.n_urls) or ($weighting = 'tfidf' and terms.n_urls >= n.n_urls)
-),
-tiny as (
-    select distinct term_counts.url, term_counts.term from term_counts where term_counts.tf < 1e-12
-)
-select
-    exists (
-        select 1 from term_counts semi join common on term_counts.term = common.term
-        group by term_counts.url, term_counts.term having count(*) > 1
-    )
-    or exists (
-        select 1 from term_counts
-        semi join tiny on term_counts.url = tiny.url and term_counts.term = tiny.term
-        group by term_counts.url, term_counts.term having count(*) > 1
-    )
-"""
+def hidden_repeats(engine, params: Params) -> bool:
+    """Whether term_counts repeats a (url, term) among rows the bags stage drops whatever their tf, which
+    the bags written cannot show (sql/20_bags_repeats.sql)."""
+    query = sqlfiles.render(sqlfiles.load(REPEATS_SQL))
+    return bool(engine.scalar(query, {"max_df": params.max_df, "weighting": params.weighting}))
 
 
 def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) -> bool:

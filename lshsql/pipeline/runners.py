@@ -16,7 +16,7 @@ from lshsql.engine import as_engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.params import MAX_COPIES, Params, tables_recall
 from lshsql.pipeline import batching
-from lshsql.pipeline.accounting import HIDDEN_REPEATS, has_repeated_rows, row_accounting
+from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.stages import Stage, output_path, template_context
@@ -137,7 +137,7 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     rows, _ = run_sql(engine, stage, params, work, bags, context, sql_params)
     repeated = fast and (
         has_repeated_rows(output_path(work, stage.name), ("url_id", "term_hash"))
-        or bool(engine.scalar(HIDDEN_REPEATS, {"max_df": params.max_df, "weighting": params.weighting}))
+        or hidden_repeats(engine, params)
     )
     if repeated:
         rows, _ = run_sql(engine, stage, params, work, bags, context | {"rows_unique": False}, sql_params)
