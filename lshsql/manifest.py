@@ -34,6 +34,12 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
+def fingerprint(data: Any) -> str:
+    """16 hex digits of the sha256 of `data` as sorted JSON (values JSON lacks as their str): what a
+    stage's or an extraction's output depends on, compared with the one recorded to skip work."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def file_identity(path: str | Path) -> str | None:
     """A digest of a Parquet file's size and footer (its schema, row groups and their statistics): the
     table a stage wrote told apart from one put in its place, without reading the data. None when the file

@@ -253,7 +253,7 @@ def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], fro
         "from_bags": from_bags and stage.name == "term_counts",
         "sql": _sql_digest(stage.sql),  # an edited stage file reruns its stage
     }
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return manifest.fingerprint(data)
 
 
 def _sql_digest(name: str) -> str:
