@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 
 MANIFEST = "manifest.json"
 
@@ -78,7 +78,7 @@ def read(work: str | Path) -> dict[str, Any]:
 def _reason(error: Exception) -> str:
     if isinstance(error, OSError):
         return error.strerror or str(error)
-    return " ".join(str(error).split())
+    return one_line(error)
 
 
 def set_aside_if_damaged(work: str | Path) -> None:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from lshsql import db, manifest, schemas, sqlfiles
 from lshsql.engine import as_engine
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 from lshsql.pipeline.stages import BAGS_SOURCE_SQL, input_paths, output_path
 
 
@@ -36,7 +36,7 @@ def check_user_table(work: Path, relation: str, resources: db.Resources) -> None
     try:
         names = set(pq.read_schema(path).names)
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable Parquet file ({' '.join(str(e).split())})") from None
+        raise InputError(f"{path}: not a readable Parquet file ({one_line(e)})") from None
     documented = ", ".join(name for name, _, _ in schemas.COLUMNS[relation])
     with db.connect(resources) as con:
         for key in schemas.KEYS[relation]:
@@ -86,7 +86,7 @@ def register_user_bags(con, path: Path) -> None:
     try:
         relation = con.read_parquet(str(path))
     except duckdb.Error as e:
-        raise InputError(f"{path}: not a readable Parquet file: {' '.join(str(e).split())[:200]}") from None
+        raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
     missing = {"url", "term"} - set(relation.columns)
     if missing:
         raise InputError(f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})")
