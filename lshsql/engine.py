@@ -39,7 +39,7 @@ from pathlib import Path
 import duckdb
 
 from lshsql import db, sqlfiles
-from lshsql.errors import ParamError, StageError
+from lshsql.errors import ParamError
 
 ENGINES = ("duckdb", "spark")
 
@@ -265,7 +265,3 @@ def parse_conf(pairs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
             raise ParamError(f"--spark-conf wants KEY=VALUE, got '{pair}'")
         conf[key.strip()] = value
     return conf
-
-
-def unsupported(engine: Engine, what: str) -> StageError:
-    return StageError(f"{what} does not run on the {engine.name} engine yet; run it with --engine duckdb")

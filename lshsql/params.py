@@ -24,8 +24,6 @@ WEIGHTINGS = ("tfidf", "tf", "none")
 UNITS = ("url", "host", "domain")
 CLUSTERINGS = ("center", "components")
 PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits)
-# min-hash family h(x) = ((a*x + b) mod 2^40) >> 9: a odd in [2^31, 2^32) and b < 2^32 keep a*x + b < 2^63
-FAMILY_WORD, FAMILY_SHIFT = 40, 9
 MAX_K = 32
 # a term of weight q is min-hashed as q copies; tfidf/tf bags sum to --scale, so it bounds --scale too
 MAX_COPIES = 1_000_000
