@@ -21,8 +21,8 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str], ...]:
-    """Looked up once per process: reading the packages' metadata took 0.1 s of a 100k-document run, where
-    every stage records the versions."""
+    """Looked up once per process: every stage records the versions, and reading the packages' metadata
+    is slow."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}

@@ -9,11 +9,9 @@ from __future__ import annotations
 BAND_KEY_BYTES = 100
 
 
-# Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit. Measured when
-# the stage grouped the keys, which ran faster per key over 10M keys than over 40M (1M URLs, k = 5,
-# l = 95, 4GB: 5-10 tables per batch 11-12 s, 40 tables 19 s, all 95 at once 30 s). The sort that finds
-# the shared keys now is nearly flat: 86-95 ms a table at 1M URLs from 4 to 32 tables a batch, 1.14 s a
-# table at 10M from 1 to 4. At 100k URLs and the planner's l = 66, one batch.
+# Band keys per batch on DuckDB (or one table, when N is larger), whatever the memory limit: batches of
+# about this many keys ran fastest per key (bench/RESULTS.md). At 100k URLs and the planner's l = 66, one
+# batch.
 BATCH_BAND_KEYS = 8_000_000
 
 
@@ -30,8 +28,7 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
 
 
 # Memory a signature row takes in the pairs stage's two joins, as a multiple of its bytes (a BIGINT url_id
-# and m INTEGERs), and the most url_ids a range may span. 10M URLs, m = 80, 8GB: in one piece the joins of two
-# copies of all signatures spilled 10.6 GB and took 178 s (113 s at 16GB); in 3 blocks (P = 2), 94 s.
+# and m INTEGERs), and the most url_ids a range may span: blocks that fit spill less than one piece does.
 PAIR_ROW_FACTOR = 4
 
 

@@ -59,8 +59,8 @@ def row_of_output(engine, work: Path, relation: str, query: str, params: dict | 
 
 
 def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (a copy of
-    17M string rows cost 6.7 of 23 s at 100k documents); the bags stage adds up repeated (url, term) rows."""
+    """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (copying
+    its strings cost a large share of a run); the bags stage adds up repeated (url, term) rows."""
     engine = as_engine(con)
     if bags is None:
         return _term_counts_of_fragments(engine, stage, params, work)
@@ -196,7 +196,7 @@ def band_context(params: Params, work: Path, engine_name: str) -> dict:
 def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
     BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
-    after the other (10M URLs x 95 tables ran out of 8 GB in one go). Spark takes all tables at once."""
+    after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once."""
     engine = as_engine(con)
     context = band_context(params, work, engine.name)
     register(engine, work, stage.reads)

@@ -46,8 +46,7 @@ STAGES: tuple[Stage, ...] = (
         "30_signatures.sql",
         ("bags", "element_hashes"),
         ("num_perm", "signature_bytes", "seed"),
-        # min-hashes barely compress (zstd: 1.45 GB against 1.75 GB at 10M URLs) and buckets reads some of
-        # them once a batch: uncompressed, a table at 10M took 1.03 s against 1.15 s
+        # min-hashes barely compress and buckets reads some of them once a batch: uncompressed reads faster
         compression="uncompressed",
     ),
     Stage("buckets", "35_buckets.sql", ("signatures",), ("k", "l", "banding", "seed")),
