@@ -30,8 +30,6 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
 # Memory a signature row takes in the pairs stage's two joins, as a multiple of its bytes (a BIGINT url_id
 # and m INTEGERs), and the most url_ids a range may span: blocks that fit spill less than one piece does.
 PAIR_ROW_FACTOR = 4
-
-
 PAIR_BLOCK_URLS = 5_000_000
 
 

@@ -181,6 +181,4 @@ def count_user_bags(con) -> dict[str, int]:
 
 
 INFINITY = "cast('Infinity' as double)"
-
-
 MAX_WEIGHT = 1e15  # sums of weights are exact as DECIMAL(38, 12): up to 1e26, so 1e11 rows of this weight

@@ -59,8 +59,6 @@ STAGES: tuple[Stage, ...] = (
 
 
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
-
-
 BAGS_SOURCE_SQL = "10_term_counts_from_bags.sql"
 
 
