@@ -1,7 +1,7 @@
 """The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/spark.py).
 
-The pipeline's runners (lshsql/pipeline.py) call only these operations, so the same Python drives a stage,
-a CENTER round or a connected-components round on either engine:
+The pipeline's runners (lshsql/pipeline/runners.py) call only these operations, so the same Python drives
+a stage, a CENTER round or a connected-components round on either engine:
 
     register(inputs)                      a view per relation of Parquet file(s)
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
@@ -39,7 +39,7 @@ from pathlib import Path
 import duckdb
 
 from lshsql import db, sqlfiles
-from lshsql.errors import ParamError, StageError
+from lshsql.errors import ParamError
 
 ENGINES = ("duckdb", "spark")
 
@@ -265,7 +265,3 @@ def parse_conf(pairs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
             raise ParamError(f"--spark-conf wants KEY=VALUE, got '{pair}'")
         conf[key.strip()] = value
     return conf
-
-
-def unsupported(engine: Engine, what: str) -> StageError:
-    return StageError(f"{what} does not run on the {engine.name} engine yet; run it with --engine duckdb")

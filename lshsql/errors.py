@@ -1,6 +1,12 @@
 """Errors that reach the user as one line: `lshsql: error: <message>` and a non-zero exit code."""
 
 
+def one_line(error: BaseException | str, limit: int | None = None) -> str:
+    """The text of an error on one line (each run of whitespace one space), cut to `limit` characters."""
+    text = " ".join(str(error).split())
+    return text if limit is None else text[:limit]
+
+
 class LshsqlError(Exception):
     """Base of every error the CLI reports as one line; carries the process exit code."""
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -696,7 +695,7 @@ def _inputs(sources: list[Source]) -> list[dict]:
 def fingerprint(sources: list[Source], params: ExtractParams) -> str:
     """What the extract output depends on: the parameters and each input's path, size and mtime."""
     data = {"params": params.to_json(), "inputs": _inputs(sources)}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return manifest.fingerprint(data)
 
 
 def extract_if_changed(

@@ -251,7 +251,7 @@ def _merge_clusters(engine: Engine) -> None:
         "select cluster_u as src, cluster_v as dst from level_merges "
         "union all select cluster_v as src, cluster_u as dst from level_merges",
     )
-    pipeline._components(engine)  # noqa: SLF001 - the same component rounds as `--clustering components`
+    pipeline.components(engine)  # the same component rounds as `--clustering components`
     engine.table(
         "memberships",
         "select memberships.url_id, coalesce(assignments.center, memberships.cluster_id) as cluster_id "

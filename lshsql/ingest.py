@@ -9,7 +9,6 @@ Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs and write ord
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -366,7 +365,7 @@ def _write_labels(con, raw_dir: Path, work: Path) -> tuple[int, int, int]:
 def fingerprint(sources: list[DocSource], params: IngestParams) -> str:
     """What the ingest output depends on: the parameters and each input's path, format, size and mtime."""
     data = {"kind": "documents", "params": params.to_json(), "inputs": _inputs(sources)}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return manifest.fingerprint(data)
 
 
 def _record(

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 
 MANIFEST = "manifest.json"
 
@@ -21,8 +21,8 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str], ...]:
-    """Looked up once per process: reading the packages' metadata took 0.1 s of a 100k-document run, where
-    every stage records the versions."""
+    """Looked up once per process: every stage records the versions, and reading the packages' metadata
+    is slow."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -32,6 +32,12 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
         except PackageNotFoundError:
             out[package] = "not installed"
     return tuple(out.items())
+
+
+def fingerprint(data: Any) -> str:
+    """16 hex digits of the sha256 of `data` as sorted JSON (values JSON lacks as their str): what a
+    stage's or an extraction's output depends on, compared with the one recorded to skip work."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def file_identity(path: str | Path) -> str | None:
@@ -72,7 +78,7 @@ def read(work: str | Path) -> dict[str, Any]:
 def _reason(error: Exception) -> str:
     if isinstance(error, OSError):
         return error.strerror or str(error)
-    return " ".join(str(error).split())
+    return one_line(error)
 
 
 def set_aside_if_damaged(work: str | Path) -> None:

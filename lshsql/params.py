@@ -24,8 +24,6 @@ WEIGHTINGS = ("tfidf", "tf", "none")
 UNITS = ("url", "host", "domain")
 CLUSTERINGS = ("center", "components")
 PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits)
-# min-hash family h(x) = ((a*x + b) mod 2^40) >> 9: a odd in [2^31, 2^32) and b < 2^32 keep a*x + b < 2^63
-FAMILY_WORD, FAMILY_SHIFT = 40, 9
 MAX_K = 32
 # a term of weight q is min-hashed as q copies; tfidf/tf bags sum to --scale, so it bounds --scale too
 MAX_COPIES = 1_000_000
@@ -39,11 +37,8 @@ VERIFY_SIGMAS = 3.0
 # Cost of one LSH table (N band keys and their share of the self-join) relative to the false-positive area
 # of the S-curve; measured trade-off: near-threshold candidates are cheap to filter, tables are not.
 TABLE_COST = 2e-3
-# Band keys one candidate pair costs, for the planner that sees the data: at 100k bench documents, T = 0.5,
-# (k, l) = (5, 161) against (4, 66) made 9.5M more band keys (buckets +1.15 s, 121 ns each) and 1.98M
-# fewer candidates (candidates and pairs -0.61 s, 308 ns each), so (4, 66) was faster. At 10M URLs a
-# candidate costs 8 band keys on average. Any weight from 2 to 4.9 keeps (4, 66), (5, 161) and (6, 395) at
-# 100k, 1M and 10M bench URLs, the choices the per-unit costs of the scale bench (RESULTS.md) favour.
+# Band keys one candidate pair costs, for the planner that sees the data: any weight from 2 to 4.9 keeps the
+# (k, l) the per-unit costs of the scale bench favour at 100k, 1M and 10M URLs (bench/RESULTS.md).
 CANDIDATE_COST = 2.5
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 
 CRAWL_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".jsonl", ".jsonl.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -152,14 +152,10 @@ def _iter_warc(path: str, max_bytes: int) -> Iterator[Record]:
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed by the with below, after the last record
     except OSError as e:
-        raise InputError(f"{path}: not a readable WARC/ARC file: {_one_line(e)}") from None
+        raise InputError(f"{path}: not a readable WARC/ARC file: {one_line(e, 200)}") from None
     with f:
         stream = _GzipStream(f) if f.read(2) == b"\x1f\x8b" else _Stream(f)
         yield from _framed_records(stream, path, max_bytes)
-
-
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())[:200]
 
 
 def _framed_records(stream: _Stream, path: str, max_bytes: int) -> Iterator[Record]:
@@ -584,7 +580,7 @@ def jsonl_lines(path: str) -> Iterator[tuple[int, bytes | None]]:
                     yield start, line
     except (OSError, EOFError, zlib.error) as e:
         if n_lines == 0:
-            raise InputError(f"{path}: cannot read as JSON Lines: {_one_line(e)}") from None
+            raise InputError(f"{path}: cannot read as JSON Lines: {one_line(e, 200)}") from None
         yield offset, None
 
 

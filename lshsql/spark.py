@@ -44,7 +44,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lshsql.errors import InputError, ParamError, StageError
+from lshsql.errors import InputError, ParamError, StageError, one_line
 
 INSTALL_HINT = "pip install 'lshsql[spark]'"
 DEFAULT_CONF = {
@@ -109,7 +109,7 @@ def session(master: str = "local[*]", conf: dict[str, str] | None = None):
         spark = builder.getOrCreate()
     except Exception as e:  # py4j / PySparkRuntimeError: the JVM did not start
         raise ParamError(
-            f"Spark did not start ({master}): {_one_line(e)} (Spark 4 needs Java 17 or later; "
+            f"Spark did not start ({master}): {_spark_message(e)} (Spark 4 needs Java 17 or later; "
             f"JAVA_HOME={os.environ.get('JAVA_HOME', 'unset')}, java on PATH: {shutil.which('java')})"
         ) from None
     try:
@@ -245,7 +245,7 @@ def register_inputs(spark, inputs: dict[str, str | Path | list[str] | list[Path]
         try:
             spark.read.parquet(*files).createOrReplaceTempView(relation)
         except Exception as e:
-            raise InputError(f"{relation}: Spark cannot read {files[0]}: {_one_line(e)}") from None
+            raise InputError(f"{relation}: Spark cannot read {files[0]}: {_spark_message(e)}") from None
 
 
 # ---------------------------------------------------------------------------------------------- stages
@@ -377,7 +377,7 @@ def spark_call(name: str, call: Callable):
     try:
         return call()
     except (PySparkException, Py4JError) as e:
-        raise StageError(f"sql/{name}: Spark: {_one_line(e)}") from None
+        raise StageError(f"sql/{name}: Spark: {_spark_message(e)}") from None
 
 
 def _order_expressions(tree, order_by: str | None, name: str) -> list:
@@ -397,7 +397,7 @@ def _order_expressions(tree, order_by: str | None, name: str) -> list:
                 "order"
             ]
         except sqlglot.errors.SqlglotError as e:
-            raise StageError(f"sql/{name}: order_by {order_by!r}: {_one_line(e)}") from None
+            raise StageError(f"sql/{name}: order_by {order_by!r}: {_spark_message(e)}") from None
     else:
         order = tree.args.get("order")
         if order is None:
@@ -468,7 +468,7 @@ TRACE_MARKERS = (" JVM stacktrace:", " Driver stacktrace:", " == SQL")
 FRAME_STARTS = ("at ", "Caused by:", "JVM stacktrace:", "Driver stacktrace:")
 
 
-def _one_line(error: Exception) -> str:
+def _spark_message(error: Exception) -> str:
     """The message of a Spark error on one line: no stack trace (a job aborted by a lost task carries the
     driver's), no py4j prefix ("An error occurred while calling o123.parquet."), at most 400 characters."""
     lines = []
@@ -476,7 +476,7 @@ def _one_line(error: Exception) -> str:
         if lines and line.strip().startswith(FRAME_STARTS):
             break
         lines.append(line)
-    text = " ".join(" ".join(lines).split())
+    text = one_line(" ".join(lines))
     for marker in TRACE_MARKERS:
         text = text.split(marker)[0]
     text = re.sub(r"^An error occurred while calling [\w.$]+\. ?: ", "", text)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from lshsql.errors import ParamError, StageError
+from lshsql.errors import ParamError, StageError, one_line
 
 try:
     import sqlglot
@@ -91,14 +91,10 @@ def parse(duckdb_sql: str, name: str = "query") -> exp.Expression:
     try:
         statements = [s for s in sqlglot.parse(duckdb_sql, read=READ) if s is not None]
     except SqlglotError as e:
-        raise StageError(f"sql/{name}: sqlglot cannot parse it as DuckDB SQL: {_one_line(e)}") from None
+        raise StageError(f"sql/{name}: sqlglot cannot parse it as DuckDB SQL: {one_line(e, 300)}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise StageError(f"sql/{name}: the Spark engine runs a stage file of one select, no setup statements")
     return statements[0]
-
-
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())[:300]
 
 
 # ---------------------------------------------------------------------------------------------- types
@@ -453,7 +449,7 @@ def lint(duckdb_sql: str, name: str) -> None:
     try:
         sqlglot.parse_one(spark_sql, read=WRITE)
     except SqlglotError as e:
-        raise StageError(f"sql/{name}: its Spark transpilation does not parse: {_one_line(e)}") from None
+        raise StageError(f"sql/{name}: its Spark transpilation does not parse: {one_line(e, 300)}") from None
 
 
 def _snippet(node: exp.Expression) -> str:
@@ -500,4 +496,4 @@ def _generate(tree: exp.Expression, name: str) -> str:
     try:
         return tree.sql(dialect=WRITE, unsupported_level=ErrorLevel.RAISE, comments=False)
     except SqlglotError as e:
-        raise StageError(f"sql/{name}: sqlglot cannot write it as Spark SQL: {_one_line(e)}") from None
+        raise StageError(f"sql/{name}: sqlglot cannot write it as Spark SQL: {one_line(e, 300)}") from None

@@ -13,8 +13,8 @@
 --           whatever their tf (terms too common by n_urls, which may count a repeat: above max_df, or
 --           idf <= 0 with tfidf) or a row whose tf rounds to 0. If it finds one it runs the file again
 --           without the assumption, and repeated rows add up. The runner's counts of the rows
---           dropped per reason (pipeline._DROPPED_ROWS, _HIDDEN_REPEATS) mirror this file's filters:
---           keep them in step.
+--           dropped per reason (sql/20_bags_accounting.sql) and its check for repeats among them
+--           (sql/20_bags_repeats.sql) mirror this file's filters: keep them in step.
 --
 -- TF-IDF weighted bags (Haveliwala et al. 2000, sec. 2). Both rare and very common terms are dropped, as in
 -- the paper. Weights are rounded to whole copies when a bag is flattened for min-hashing (signatures), so
@@ -51,8 +51,8 @@ terms_with_df as (
 {%- else %}
 
 -- One row per (url, term). The group key is one packed BIGINT, url_id * 2^32 + term_id (the runner checks
--- both fit): 1.2 s for 17M rows, against 2.3 s for the two strings or two integers. Summed as DECIMAL,
--- exact, so repeated rows add up the same whatever order threads add them in.
+-- both fit), faster to group than the two strings or two integers. Summed as DECIMAL, exact, so repeated
+-- rows add up the same whatever order threads add them in.
 counts_packed as (
     select
         (urls.url_id << 32) | terms.term_id as url_term,

@@ -148,7 +148,7 @@ def run_stage(
     import duckdb
 
     from lshsql import db, udf
-    from lshsql.pipeline import RUNNERS, STAGES, _run_sql, output_path
+    from lshsql.pipeline import RUNNERS, STAGES, output_path
 
     for relation, rows in (tables or {}).items():
         path = (
@@ -160,6 +160,6 @@ def run_stage(
     stage = next(s for s in STAGES if s.name == name)
     with db.connect(db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))) as con:
         udf.register(con)
-        RUNNERS.get(name, _run_sql)(con, stage, params, work, None)
+        RUNNERS[name](con, stage, params, work, None)
     with duckdb.connect() as con:
         return con.read_parquet(str(output_path(work, name))).to_arrow_table().to_pylist()

@@ -257,7 +257,7 @@ def test_one_center_round_and_one_component_round(engines):
 
 
 def spark_center(spark) -> int:
-    """pipeline._center's loop on Spark: the same statements as selects kept with to_table."""
+    """pipeline.center's loop on Spark: the same statements as selects kept with to_table."""
     sql = sqlfiles.render(sqlfiles.load("60_center_round.sql"))
     engine.to_table(
         spark,
@@ -289,7 +289,7 @@ def spark_center(spark) -> int:
 
 
 def spark_components(spark) -> int:
-    """pipeline._components' loop on Spark."""
+    """pipeline.components' loop on Spark."""
     sql = sqlfiles.render(sqlfiles.load("61_component_round.sql"))
     engine.to_table(spark, "select distinct src as node, src as label from edges", {}, "labels")
     rounds = 0
@@ -317,7 +317,7 @@ def test_loops_and_clusters(engines, spark, clustering):
     with duckdb.connect() as con:
         sqlfiles.register_inputs(con, {"edges": engines.inputs["edges"]})
         con.execute("create or replace temp table edges as select * from edges").fetchall()
-        duck_rounds = pipeline._center(con) if clustering == "center" else pipeline._components(con)
+        duck_rounds = pipeline.center(con) if clustering == "center" else pipeline.components(con)
         duck = sorted(con.execute("select node, center from assignments").fetchall())
         path = engines.work / "in" / f"assignments_{clustering}.parquet"
         con.execute(

@@ -76,7 +76,8 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     bound, and with batches of 4 and 2 of the 6 tables."""
     import numpy as np
 
-    from lshsql import engine, pipeline
+    from lshsql import engine
+    from lshsql.pipeline import batching
 
     combined = []
     materialize_query = engine.DuckDBEngine.materialize_query
@@ -93,7 +94,7 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     for batched in (False, True):
         work = tmp_path / f"batched{batched}"
         if batched:
-            monkeypatch.setattr(pipeline, knob, value)
+            monkeypatch.setattr(batching, knob, value)
         files[batched] = buckets, rows, sizes = lsh(work, params, signatures)
         assert buckets and rows and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)  # capped too
         assert not (work / "tmp" / "buckets_batches").exists()
@@ -109,7 +110,7 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
     of one URL, next to shared ones in key order)."""
     import numpy as np
 
-    from lshsql import pipeline
+    from lshsql.pipeline import runners
 
     rng = np.random.default_rng(5)
     signatures = [
@@ -117,12 +118,12 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
         for i in range(1, 160)
     ]
     params = Params(num_perm=9, k=3, l=7, max_bucket=4).resolved(True)
-    band_context = pipeline._band_context
+    band_context = runners.band_context
     results = {}
     for hashed, by_sort in itertools.product((True, False), (True, False)):
         forced = {"hashed_keys": hashed, "shared_by_sort": by_sort}
         monkeypatch.setattr(
-            pipeline, "_band_context", lambda p, w, engine, f=forced: band_context(p, w, engine) | f
+            runners, "band_context", lambda p, w, engine, f=forced: band_context(p, w, engine) | f
         )
         work = tmp_path / f"hashed{hashed}_sort{by_sort}"
         results[hashed, by_sort] = lsh(work, params, signatures)
@@ -138,7 +139,7 @@ def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
 
     params = Params(num_perm=9, k=3, l=7).resolved(True)
     for engine, hashed in (("duckdb", True), ("spark", False)):
-        context = pipeline._band_context(params, tmp_path, engine)
+        context = pipeline.band_context(params, tmp_path, engine)
         assert context["hashed_keys"] is hashed and context["shared_by_sort"] is hashed
         text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), context)
         assert ("hash(" in text) is hashed

@@ -83,6 +83,7 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
     import pyarrow.parquet as pq
 
     from lshsql import db, engine, manifest, pipeline
+    from lshsql.pipeline import batching
 
     rng = np.random.default_rng(11)
     rows = []
@@ -107,7 +108,7 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
     results = {}
     for blocked in (False, True):
         if blocked:
-            monkeypatch.setattr(pipeline, "PAIR_BLOCK_URLS", 7)
+            monkeypatch.setattr(batching, "PAIR_BLOCK_URLS", 7)
         work = tmp_path / f"blocked{blocked}"
         pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
         with duckdb.connect() as con:
@@ -170,6 +171,7 @@ def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypa
     import pyarrow.parquet as pq
 
     from lshsql import pipeline
+    from lshsql.pipeline import runners
 
     schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(2)])
     cases = {
@@ -190,5 +192,5 @@ def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypa
     assert pipeline.min_hash_differences_fit_integer(tmp_path / "url_id_last.parquet") is False
 
     narrow = pairs(tmp_path / "narrow", threshold=0.15)
-    monkeypatch.setattr(pipeline, "min_hash_differences_fit_integer", lambda path: False)
+    monkeypatch.setattr(runners, "min_hash_differences_fit_integer", lambda path: False)
     assert pairs(tmp_path / "wide", threshold=0.15) == narrow and len(narrow) == 1

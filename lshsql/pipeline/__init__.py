@@ -1,0 +1,49 @@
+"""The SQL stages after extraction and the loop that runs them, one module per job:
+
+    stages.py      the stage registry (STAGES), where a relation's Parquet file is, template values
+    runner.py      run(): the stages in order, fingerprints, what is up to date and skipped
+    runners.py     RUNNERS: what each stage does around its SQL file
+    inputs.py      relations registered for a stage; a user's bags table and tables of one's own checked
+    accounting.py  the bags stage's rows used and dropped per reason; repeated (url, term) rows found
+    batching.py    the buckets stage's batches of LSH tables and the pairs stage's blocks of url_id ranges
+    rounds.py      the CENTER and connected-components loops of the clusters stage
+    catalog.py     DIR/lshsql.duckdb (a view per output), register_outputs, DIR/info.json
+
+This module re-exports the names the rest of lshsql and the tests use.
+"""
+
+from lshsql.pipeline.accounting import has_repeated_rows
+from lshsql.pipeline.batching import pair_ranges, tables_per_batch
+from lshsql.pipeline.catalog import CATALOG, CATALOG_RELATIONS, register_outputs, write_catalog, write_info
+from lshsql.pipeline.inputs import check_user_table
+from lshsql.pipeline.rounds import center, components
+from lshsql.pipeline.runner import RunSummary, run
+from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
+from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, input_paths, output_path, template_context
+
+__all__ = [
+    "CATALOG",
+    "CATALOG_RELATIONS",
+    "RUNNERS",
+    "STAGES",
+    "STAGE_NAMES",
+    "Log",
+    "RunSummary",
+    "Stage",
+    "band_context",
+    "center",
+    "check_user_table",
+    "components",
+    "has_repeated_rows",
+    "input_paths",
+    "min_hash_differences_fit_integer",
+    "output_path",
+    "pair_ranges",
+    "register_outputs",
+    "run",
+    "run_sql",
+    "tables_per_batch",
+    "template_context",
+    "write_catalog",
+    "write_info",
+]

@@ -1,0 +1,105 @@
+"""What describes a work folder's outputs: DIR/lshsql.duckdb, a view per output table for ad-hoc SQL;
+the same views on a connection of one's own (register_outputs); DIR/info.json, rows and seconds per stage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+
+from lshsql import db, manifest, workdir
+from lshsql.errors import InputError, StageError
+from lshsql.pipeline.inputs import create_term_counts_view, register, user_bags_columns, user_bags_source
+from lshsql.pipeline.stages import STAGE_NAMES, output_path
+
+CATALOG = "lshsql.duckdb"
+
+
+# labels from ingest; merges, cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`; mirrors from
+# `lshsql mirrors`
+CATALOG_RELATIONS = (
+    "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "labels", "merges",
+    "cluster_tree", "cut", "cut_labels", "mirrors",
+)  # fmt: skip
+
+
+def write_catalog(work: Path) -> Path:
+    """DIR/lshsql.duckdb: a view per output table, so `duckdb DIR/lshsql.duckdb` answers ad-hoc SQL.
+    The views read the Parquet files by absolute path and need no UDF."""
+    path = work / CATALOG
+    with db.database_file(path) as database, duckdb.connect(database) as con:
+        for relation in ("user_bags", *CATALOG_RELATIONS):
+            con.execute(f"drop view if exists {relation}").fetchall()
+        user_bags = user_bags_source(work)
+        if user_bags and user_bags.exists():
+            _catalog_user_bags(con, user_bags)
+        for relation in CATALOG_RELATIONS:
+            if relation == "term_counts" and user_bags:
+                continue
+            source = _view_source(work, relation)
+            if source:
+                # DDL takes no parameters: the path is written as a SQL string literal, quotes doubled.
+                con.execute(f"create view {relation} as select * from {source}").fetchall()
+    return path
+
+
+def _catalog_user_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """term_counts in the catalog as the view of the user's table it is in a run."""
+    source = f"read_parquet({_literal(str(path))})"  # DDL takes no parameters: a literal, quotes doubled
+    columns = {name for name, *_ in con.execute(f"describe select * from {source}").fetchall()}
+    con.execute(f"create view user_bags as select {user_bags_columns(columns)} from {source}").fetchall()
+    create_term_counts_view(con)
+
+
+def _view_source(work: Path, relation: str) -> str | None:
+    if relation == "fragments":
+        if not (work / "fragments").exists():
+            return None
+        files = ", ".join(_literal(str(Path(f).resolve())) for f in workdir.fragment_files(work))
+        return f"read_parquet([{files}], hive_partitioning = true)" if files else None
+    path = output_path(work, relation)
+    return f"read_parquet({_literal(str(path.resolve()))})" if path.exists() else None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Exception]:
+    """A view for every output the work folder has (an output not made yet, or a --bags table that is gone,
+    simply has none). Returns the outputs that cannot be read, with the error: a file DuckDB could not open
+    (a truncated file), or the tables of an extraction that is not whole (an InputError saying so)."""
+    unopened: dict[str, Exception] = {}
+    try:
+        workdir.require_extraction(work)
+    except InputError as e:
+        unopened = dict.fromkeys(("pages", "links", "fragments", "url_aliases", "surface_forms", "labels"), e)
+    for relation in CATALOG_RELATIONS:
+        if relation in unopened:
+            continue
+        try:
+            register(con, work, (relation,))
+        except (InputError, StageError):
+            continue
+        except duckdb.Error as e:
+            unopened[relation] = e
+    return unopened
+
+
+def write_info(work: Path) -> Path:
+    """DIR/info.json: rows and seconds per stage (the paper's Table 1), from the manifest."""
+    stages = manifest.read(work)["stages"]
+    rows = [
+        {
+            "stage": name,
+            "rows": entry.get("rows", entry.get("counts", {}).get("pages_used")),
+            "seconds": entry.get("seconds"),
+        }
+        for name in ("extract", *STAGE_NAMES)
+        if (entry := stages.get(name))
+    ]
+    path = work / "info.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    return path

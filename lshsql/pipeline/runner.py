@@ -1,0 +1,268 @@
+"""The run loop: the stages of STAGES in order, each skipped when its fingerprint (its parameters, its
+inputs' fingerprints, its SQL file, the lshsql version) is the one recorded and its output is there.
+
+The runners reach the engine that runs the SQL through lshsql/engine.py (DuckDB, or Spark with
+`run(..., engine="spark")`); a runner also takes a DuckDB connection, which it uses as DuckDBEngine. The
+engine is not part of a fingerprint: both write the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lshsql import __version__, db, labels, manifest, schemas, sqlfiles, workdir
+from lshsql.engine import Engine, as_engine, open_engine
+from lshsql.errors import InputError, ParamError
+from lshsql.params import Params
+from lshsql.pipeline.catalog import write_catalog, write_info
+from lshsql.pipeline.inputs import check_user_table, user_bags_source
+from lshsql.pipeline.runners import RUNNERS
+from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
+
+DEFAULT_PARAMS = Params()
+
+
+@dataclass
+class RunSummary:
+    """What a run did: per stage, rows written and seconds, or that it was up to date."""
+
+    work: Path
+    params: Params
+    stages: dict[str, dict] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = [f"{'stage':<14}{'rows':>12}  seconds"]
+        for name, entry in self.stages.items():
+            state = "up to date" if entry.get("skipped") else f"{entry['seconds']:.2f}"
+            out.append(f"{name:<14}{entry['rows']:>12}  {state}")
+        for name, entry in self.stages.items():  # rows read but not used, per reason (manifest.json too)
+            for key, verb in (("rows_skipped", "skipped"), ("rows_dropped", "dropped")):
+                if counts := entry.get(key):
+                    reasons = ", ".join(f"{reason} {n:,}" for reason, n in counts.items())
+                    out.append(f"{name}: {sum(counts.values()):,} rows {verb} ({reasons})")
+        return out
+
+
+def run(
+    work: str | Path,
+    params: Params = DEFAULT_PARAMS,
+    bags: str | Path | None = None,
+    resources: db.Resources | None = None,
+    force: bool = False,
+    only: tuple[str, ...] | None = None,
+    log: Log | None = None,
+    engine: str | Engine = "duckdb",
+    spark_master: str = "local[*]",
+    spark_conf: dict[str, str] | None = None,
+) -> RunSummary:
+    """Run the SQL stages on an extracted work folder, or on a user's bags table.
+
+    Args:
+        work: the work folder (holds fragments from `extract`, receives every stage's Parquet).
+        params: stage parameters; k and l left None are chosen by the planner for params.threshold.
+        bags: a Parquet file (url, term, optional weight) to start from instead of fragments.
+        force: rerun stages that are up to date; only: run just these stages (their inputs must exist).
+        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (lshsql/engine.py), or
+            an open Engine to use (and leave open). The rows are the same, so the engine is not part of a
+            stage's fingerprint.
+        spark_master, spark_conf: the Spark master URL (default local[*]) and extra Spark settings, for
+            engine="spark".
+
+    Example:
+        >>> summary = run("work/example", Params(threshold=0.5))  # doctest: +SKIP
+    """
+    with workdir.writing(work):
+        return _run(Path(work), params, bags, resources, force, only, log, engine, spark_master, spark_conf)
+
+
+def _run(
+    work: Path,
+    params: Params,
+    bags: str | Path | None,
+    resources: db.Resources | None,
+    force: bool,
+    only: tuple[str, ...] | None,
+    log: Log | None,
+    engine: str | Engine,
+    spark_master: str,
+    spark_conf: dict[str, str] | None,
+) -> RunSummary:
+    if bags is not None and not Path(bags).exists():
+        raise InputError(f"{bags}: no such file (--bags takes a Parquet file of url, term, optional weight)")
+    if force:
+        manifest.set_aside_if_damaged(work)
+    if bags is None and not (work / "fragments").exists():
+        bags = user_bags_source(work)  # a folder started from --bags goes on from the same table
+    requested = {k: v for k, v in params.to_json().items() if v is not None}
+    plan_tables = params.k is None and params.l is None
+    params = params.resolved(from_bags=bags is not None)
+    resources = db.for_work(work, resources)
+    if bags is None:
+        workdir.require_extraction(work)
+    summary = RunSummary(work, params)
+    previous = manifest.read(work)["stages"]
+    fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
+    replaced = _replaced_tables(work, previous)
+    if only:  # checked before any stage runs: a bad table of the user's own stops the call, nothing written
+        reads = dict.fromkeys(r for stage in STAGES if stage.name in only for r in stage.reads)
+        for relation in reads:
+            if (
+                relation in STAGE_NAMES
+                and relation not in only
+                and (relation not in previous or relation in replaced)
+            ):
+                check_user_table(work, relation, resources)
+    with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
+        for stage in STAGES:
+            if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
+                params = _plan_tables(stage_engine, work, params, resources)
+                summary.params = params
+            fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
+            fingerprints[stage.name] = fingerprint
+            if only and stage.name not in only:
+                if stage.name not in previous or stage.name in replaced:  # a table of the user's own
+                    fingerprints[stage.name] = _user_table_fingerprint(work, stage.name) or fingerprint
+                continue
+            if only:
+                _check_inputs_current(work, stage, previous, fingerprints, only, replaced)
+            old = previous.get(stage.name, {})
+            if (
+                not force
+                and old.get("fingerprint") == fingerprint
+                and _output_exists(work, stage.name, old)
+                and stage.name not in replaced
+            ):
+                summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
+                continue
+            if log:
+                log(f"  {stage.name} ...")
+            started = time.perf_counter()
+            rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
+            if not extra.get("view"):
+                schemas.validate(output_path(work, stage.name), stage.name)
+            entry = {
+                "fingerprint": fingerprint,
+                "rows": rows,
+                "seconds": round(time.perf_counter() - started, 3),
+                "params": {f: getattr(params, f) for f in stage.fields},
+                **extra,
+            }
+            if not extra.get("view"):
+                entry["file"] = manifest.file_identity(output_path(work, stage.name))
+            manifest.record_stage(work, stage.name, entry)
+            summary.stages[stage.name] = entry
+    data = manifest.read(work)
+    data["requested_params"] = requested  # what was asked: `lshsql run` keeps it for options not given again
+    data["params"] = params.to_json()  # what was used, k and l included
+    manifest.write(work, data)
+    write_catalog(work)
+    write_info(work)
+    return summary
+
+
+def _output_exists(work: Path, relation: str, entry: dict) -> bool:
+    """A stage's output is there: its Parquet file, or for a user's bags the table it is a view of."""
+    if entry.get("view"):
+        return Path(entry["source"]).exists()
+    return output_path(work, relation).exists()
+
+
+def _check_inputs_current(
+    work: Path,
+    stage: Stage,
+    previous: dict,
+    fingerprints: dict[str, str],
+    only: tuple[str, ...],
+    replaced: set[str],
+) -> None:
+    """A stage run on its own (`only`) refuses an input an earlier stage wrote with other parameters or
+    inputs than these (`lshsql stage candidates -k 6` on buckets of k = 5), rather than mixing the two.
+    A table with no manifest entry, or put in place of the one a stage wrote (the user's own), is taken as
+    it is."""
+    for relation in stage.reads:
+        recorded = previous.get(relation, {}).get("fingerprint")
+        if (
+            relation in STAGE_NAMES
+            and relation not in only
+            and relation not in replaced
+            and recorded
+            and recorded != fingerprints[relation]
+        ):
+            raise ParamError(
+                f"{output_path(work, relation)} was made with other parameters or inputs than these (or by "
+                f"another lshsql version): run `lshsql stage {relation}` first, or `lshsql run`"
+            )
+
+
+def _replaced_tables(work: Path, previous: dict) -> set[str]:
+    """Stage outputs that are no longer the file their stage wrote (by manifest.file_identity): a table the
+    user put in its place, or a damaged file. Their stage reruns when it is run; a stage run on its own
+    (`only`) takes them as a table of the user's own, and the stages after them rerun."""
+    return {
+        name
+        for name, entry in previous.items()
+        if name in STAGE_NAMES
+        and entry.get("file")
+        and output_path(work, name).exists()
+        and manifest.file_identity(output_path(work, name)) != entry["file"]
+    }
+
+
+def _user_table_fingerprint(work: Path, relation: str) -> str | None:
+    """A table of the user's own stands for itself: the stages reading it rerun when it changes."""
+    identity = manifest.file_identity(output_path(work, relation))
+    return f"table:{identity}" if identity else None
+
+
+def _plan_tables(con, work: Path, params: Params, resources: db.Resources | None = None) -> Params:
+    """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
+    sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
+    DuckDB whatever the engine (it reads DIR/signatures.parquet, the same file either way)."""
+    from lshsql.plan import agreement_histogram, sample_signatures
+
+    engine = as_engine(con)
+    if engine.name != "duckdb":
+        with db.connect(resources or db.Resources()) as duck:
+            return _plan_tables(duck, work, params)
+    con = engine.con
+    signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
+    if signatures is None or len(signatures) < 2:
+        return params
+    return Params.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
+
+
+def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:
+    if bags is None:
+        return previous.get("extract", {}).get("fingerprint") or json.dumps(
+            previous.get("extract", {}).get("counts")
+        )
+    stat = Path(bags).stat()
+    return f"bags:{Path(bags).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], from_bags: bool) -> str:
+    data = {
+        "stage": stage.name,
+        "version": __version__,
+        "params": {f: getattr(params, f) for f in stage.fields},
+        "inputs": {r: fingerprints.get(r) for r in stage.reads},
+        "from_bags": from_bags and stage.name == "term_counts",
+        "sql": _sql_digest(stage.sql),  # an edited stage file reruns its stage
+    }
+    return manifest.fingerprint(data)
+
+
+def _sql_digest(name: str) -> str:
+    """The stage file and the macros it may include."""
+    files = [sqlfiles.sql_dir() / name, *sorted((sqlfiles.sql_dir() / "macros").glob("*.sql"))]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+def _stamp(work: Path) -> str | None:
+    """Size and time of DIR/surface_forms.parquet: cluster_labels reruns when extraction rewrote it."""
+    path = work / labels.SURFACE_FORMS
+    return f"{path.stat().st_size}:{path.stat().st_mtime_ns}" if path.exists() else None

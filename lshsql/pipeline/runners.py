@@ -1,0 +1,360 @@
+"""The stage runners: RUNNERS, one function per stage, (engine or DuckDB connection, stage, params, work,
+bags) -> (rows written, what the manifest records besides). A stage with nothing of its own is run_sql:
+its inputs registered, its file rendered and written to DIR/<name>.parquet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from lshsql import family, labels, sqlfiles
+from lshsql.engine import as_engine, materialize_in_parts
+from lshsql.errors import InputError, ParamError, StageError
+from lshsql.params import MAX_COPIES, Params, tables_recall
+from lshsql.pipeline import batching
+from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
+from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
+from lshsql.pipeline.rounds import center, components
+from lshsql.pipeline.stages import Stage, output_path, template_context
+
+
+def run_sql(
+    con,
+    stage: Stage,
+    params: Params,
+    work: Path,
+    bags,
+    context: dict | None = None,
+    sql_params: dict | None = None,
+) -> tuple[int, dict]:
+    engine = as_engine(con)
+    register(engine, work, stage.reads)
+    sql = sqlfiles.load(stage.sql)
+    out = output_path(work, stage.name)
+    rows = engine.materialize(sql, sql_params or {}, out, context, stage.compression)
+    return rows, {}
+
+
+def scalar_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None):
+    """A value of a query over a stage's output file, `{out}` in `query` standing for it: DuckDB reads
+    the file (read_parquet), Spark a view of it."""
+    path = str(output_path(work, relation))
+    if engine.name == "duckdb":
+        return engine.scalar(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
+    engine.register({f"lshsql_{relation}_out": path})
+    return engine.scalar(query.format(out=f"lshsql_{relation}_out"), params)
+
+
+def row_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None) -> tuple:
+    """The first row of a query over a stage's output file (see scalar_of_output)."""
+    path = str(output_path(work, relation))
+    if engine.name == "duckdb":
+        return engine.row(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
+    engine.register({f"lshsql_{relation}_out": path})
+    return engine.row(query.format(out=f"lshsql_{relation}_out"), params)
+
+
+def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (copying
+    its strings cost a large share of a run); the bags stage adds up repeated (url, term) rows."""
+    engine = as_engine(con)
+    if bags is None:
+        return _term_counts_of_fragments(engine, stage, params, work)
+    if params.unit != "url":
+        raise ParamError(f"--unit {params.unit} groups a crawl's fragments; a bags table is used as given")
+    source = Path(bags).resolve()
+    register_user_bags(engine, source)
+    counts = count_user_bags(engine)
+    if counts["rows"] == 0:
+        unusable = ", ".join(f"{n:,} {reason}" for reason, n in counts.items() if reason != "rows" and n)
+        raise InputError(
+            f"{bags}: no usable row (a url, a term and a positive weight)"
+            + (f": {unusable}" if unusable else ": the table is empty")
+        )
+    output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
+    skipped = {k: v for k, v in counts.items() if k != "rows" and v}
+    return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
+
+
+def _term_counts_of_fragments(engine, stage: Stage, params: Params, work: Path) -> tuple[int, dict]:
+    """term_counts from fragments, with alias URLs mapped to their targets and URLs to their unit."""
+    register(engine, work, stage.reads)
+    aliases = output_path(work, "url_aliases")
+    if aliases.exists():
+        engine.register({"url_aliases": str(aliases)})
+    else:  # a work folder extracted before url_aliases existed
+        engine.view(
+            "url_aliases",
+            "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false",
+        )
+    use_aliases = params.aliases and engine.scalar("select count(*) from url_aliases") > 0
+    context = {"map_urls": use_aliases or params.unit != "url", "aliases": use_aliases}
+    sql = sqlfiles.load(stage.sql)
+    rows = engine.materialize(sql, {"unit": params.unit}, output_path(work, stage.name), context)
+    extra: dict = {}
+    if use_aliases:
+        extra["alias_urls_mapped"] = engine.scalar(
+            "select count(*) from (select distinct url from fragments) as described "
+            "semi join url_aliases on described.url = url_aliases.alias_url",
+        )
+    return rows, extra
+
+
+def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    engine = as_engine(con)
+    rows, _ = run_sql(engine, stage, params, work, bags)
+    distinct = scalar_of_output(engine, work, "terms", "select count(distinct term_hash) from {out}")
+    if distinct != rows:  # bags know a term by its hash alone; ~2e-9 likely for 200k terms, so say it
+        raise StageError(
+            f"{rows - distinct} pair(s) of distinct terms share a 63-bit term_hash; please report"
+        )
+    return rows, {}
+
+
+def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    sql_params = {
+        "min_df": params.min_df,
+        "max_df": params.max_df,
+        "weighting": params.weighting,
+        "scale": params.scale,
+    }
+    engine = as_engine(con)
+    register(engine, work, stage.reads)
+    n_urls = engine.scalar("select count(*) from urls")
+    n_terms = engine.scalar("select count(*) from terms")
+    # the grouped form packs url_id and term_id into one BIGINT key, url_id * 2^32 + term_id: checked up
+    # front, as either form may end up grouped
+    if n_urls >= 2**31 or n_terms >= 2**32:
+        raise InputError(f"{n_urls} URLs, {n_terms} terms: a work folder holds fewer than 2^31 and 2^32")
+    # First as if term_counts had one row per (url, term), as it has when made from fragments; a user's
+    # table that repeats one is found by the checks after and run again the grouped way.
+    fast = "n_urls" in engine.columns("terms")
+    context = template_context(params) | {"rows_unique": fast}
+    rows, _ = run_sql(engine, stage, params, work, bags, context, sql_params)
+    repeated = fast and (
+        has_repeated_rows(output_path(work, stage.name), ("url_id", "term_hash"))
+        or hidden_repeats(engine, params)
+    )
+    if repeated:
+        rows, _ = run_sql(engine, stage, params, work, bags, context | {"rows_unique": False}, sql_params)
+    with_bag = scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
+    return rows, {
+        "urls": n_urls,
+        "urls_with_bag": with_bag,
+        "urls_empty_bag": n_urls - with_bag,
+        "repeated_rows_added_up": repeated,
+        **row_accounting(engine, params, rows, grouped=repeated or not fast),
+    }
+
+
+def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    engine = as_engine(con)
+    register(engine, work, stage.reads)
+    most = engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
+    if most > MAX_COPIES:
+        raise InputError(
+            f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "
+            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
+            "--weighting none, or use --weighting tf"
+        )
+    max_copies = int(most)
+    copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
+    engine.register({"copies": str(copies)})
+    rows, _ = run_sql(engine, stage, params, work, bags)
+    return rows, {"max_copies": max_copies}
+
+
+def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    engine = as_engine(con)
+    register(engine, work, stage.reads)
+    family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
+    rows = engine.materialize(
+        sqlfiles.load(stage.sql),
+        {},
+        output_path(work, stage.name),
+        template_context(params),
+        stage.compression,
+    )
+    return rows, {}
+
+
+def band_context(params: Params, work: Path, engine_name: str) -> dict:
+    """The buckets stage's template values; on DuckDB with one 64-bit band key per table
+    (sql/macros/band_keys.sql) and shared keys found by a sort, on Spark, whose hash() is another function,
+    with the k values, grouped (a window over one global order would run in one Spark partition)."""
+    on_duckdb = engine_name == "duckdb"
+    context = template_context(params) | {"hashed_keys": on_duckdb, "shared_by_sort": on_duckdb}
+    tables = [indices for _, indices in context["bands"]]
+    family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
+    return context
+
+
+def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
+    BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
+    after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once."""
+    engine = as_engine(con)
+    context = band_context(params, work, engine.name)
+    register(engine, work, stage.reads)
+    n_urls = engine.scalar("select count(*) from signatures")
+    bands = context["bands"]
+    per_batch = batching.tables_per_batch(
+        n_urls, len(bands), engine.band_batch(n_urls, batching.BAND_KEY_BYTES)
+    )
+    sql = sqlfiles.load(stage.sql)
+    out = output_path(work, stage.name)
+    # what the tables promise, measured on them as drawn (the planner's or the user's -k and -l)
+    recall = tables_recall(params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding)
+    extra = {"recall_at_threshold": round(recall, 4)}
+    if per_batch >= len(bands):
+        return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1, **extra}
+    batches = [
+        context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
+    ]
+    parts = work / "tmp" / f"{stage.name}_batches"
+    rows = materialize_in_parts(
+        engine, sql, {}, batches, parts, batching.COMBINE_BUCKETS, out, stage.compression, stage.name
+    )
+    return rows, {"batches": len(batches), **extra}
+
+
+def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    return run_sql(con, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
+
+
+def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    engine = as_engine(con)
+    rows, _ = run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
+    stats = row_of_output(
+        engine,
+        work,
+        stage.name,
+        "select sum(n_buckets), coalesce(max(n_members), 0), sum(n_pairs), sum(n_pairs_emitted), "
+        "coalesce(sum(n_buckets) filter (where n_members > $cap), 0) from {out}",
+        {"cap": params.max_bucket},
+    )
+    names = ("shared_buckets", "largest_bucket", "bucket_pairs", "bucket_pairs_emitted", "buckets_capped")
+    return rows, {name: int(v or 0) for name, v in zip(names, stats, strict=True)}
+
+
+def min_hash_differences_fit_integer(path: Path) -> bool:
+    """Whether h_u - h_v of any two min-hashes in this signatures file fits an INTEGER, by the Parquet
+    statistics of its h columns (metadata only). The pipeline's min-hashes are in [0, 2^31), so theirs do;
+    a table of one's own with values of both signs far apart, or without statistics, does not."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError):
+        return False
+    # by name: a table of one's own may order its columns otherwise, or hold more
+    hashes = [i for i in range(meta.num_columns) if re.fullmatch(r"h\d+", meta.schema.column(i).name)]
+    low, high = 0, 0  # 0 in the range too: the test errs towards BIGINT, never towards an overflow
+    for group in range(meta.num_row_groups):
+        for column in hashes:
+            stats = meta.row_group(group).column(column).statistics
+            if stats is None or not stats.has_min_max:
+                return False
+            low, high = min(low, stats.min), max(high, stats.max)
+    return high - low <= 2**31 - 1
+
+
+def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
+    in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
+    one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
+    then marks its columns nullable, as the buckets stage's batches do)."""
+    engine = as_engine(con)
+    narrow = min_hash_differences_fit_integer(output_path(work, "signatures"))
+    context = template_context(params) | {"narrow_differences": narrow}
+    sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
+    rows_per_range = engine.rows_fitting(batching.PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
+    n_ranges, first, last = 1, 0, 0
+    if rows_per_range is not None:
+        register(engine, work, stage.reads)
+        first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
+        n_ranges = batching.pair_ranges(last - first + 1, rows_per_range)
+    if n_ranges == 1:
+        rows, _ = run_sql(engine, stage, params, work, bags, context, sql_params)
+        return rows, {"blocks": 1}
+    cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]
+    blocks = [
+        context | {"block": {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}}
+        for i, j in itertools.combinations_with_replacement(range(n_ranges), 2)
+    ]
+    rows = materialize_in_parts(
+        engine,
+        sqlfiles.load(stage.sql),
+        sql_params,
+        blocks,
+        work / "tmp" / "pairs_blocks",
+        "select * from parts order by u_id, v_id",
+        output_path(work, stage.name),
+        stage.compression,
+        stage.name,
+    )
+    return rows, {"blocks": len(blocks)}
+
+
+def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    engine = as_engine(con)
+    register(engine, work, stage.reads)
+    engine.table(
+        "edges",
+        "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs",
+    )
+    rounds = center(engine) if params.clustering == "center" else components(engine)
+    rows = engine.materialize(sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
+    stats = row_of_output(
+        engine,
+        work,
+        stage.name,
+        "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) from {out}",
+    )
+    return rows, {
+        "rounds": rounds,
+        "clusters": stats[0],
+        "largest_cluster": stats[1] or 0,
+        "singletons": stats[2],
+    }
+
+
+def _run_cluster_labels(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """Labels of the clusters (sql/63_cluster_labels.sql); an empty surface_forms when the folder has none."""
+    engine = as_engine(con)
+    register(engine, work, tuple(r for r in stage.reads if r != "surface_forms"))
+    if engine.name == "duckdb":
+        with_words = labels.register_surface_forms(engine.con, work)
+        rows = labels.materialize(engine.con, output_path(work, stage.name))
+        return rows, {"surface_forms": with_words}
+    forms = work / labels.SURFACE_FORMS
+    with_words = forms.exists()
+    if with_words:
+        engine.register({"surface_forms": str(forms)})
+    else:
+        engine.view(
+            "surface_forms",
+            "select cast(null as varchar) as term, cast(null as varchar) as word, cast(null as bigint) as n "
+            "where false",
+        )
+    params = {"n_terms": labels.LABEL_TERMS, "min_size": 2}
+    rows = engine.materialize(sqlfiles.load(labels.SQL), params, output_path(work, stage.name))
+    return rows, {"surface_forms": with_words}
+
+
+RUNNERS = {
+    "term_counts": _run_term_counts,
+    "urls": run_sql,
+    "terms": _run_terms,
+    "bags": _run_bags,
+    "element_hashes": _run_element_hashes,
+    "signatures": _run_signatures,
+    "buckets": _run_buckets,
+    "candidates": _run_candidates,
+    "bucket_sizes": _run_bucket_sizes,
+    "pairs": _run_pairs,
+    "clusters": _run_clusters,
+    "cluster_labels": _run_cluster_labels,
+}

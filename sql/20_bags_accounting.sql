@@ -1,0 +1,110 @@
+-- stage:  bags_accounting
+-- reads:  term_counts(url, term, tf), urls(url), terms(term, n_urls)
+-- writes: bags_accounting(used, below_min_df, above_max_df, in_every_url, weight_rounds_to_zero)
+-- order:  none: one row, the runner's counts (no Parquet file is written)
+-- param:  min_df BIGINT       as sql/20_bags.sql
+-- param:  max_df DOUBLE       as sql/20_bags.sql
+-- param:  weighting VARCHAR   as sql/20_bags.sql
+-- template: rows_unique = term_counts has one row per (url, term), as the bags stage found it
+--
+-- The rows of term_counts the bags stage (sql/20_bags.sql) used, and per reason those it dropped, so that
+-- every row read is accounted for in the manifest. Its filters mirror that file's, in its order: keep the
+-- two in step. df filters first, then a weight of 0 (idf 0, or a tf that rounds to 0 at 12 decimals).
+-- With one row per (url, term), terms.n_urls is the document frequency and counts the rows, so only the
+-- rows whose tf rounds to 0 are grouped (none in a set table). The runner (lshsql/pipeline/accounting.py)
+-- counts the rows of URLs missing from urls as unknown_url_or_term.
+
+with
+
+document_count as (
+    select count(*) as n_urls from urls
+),
+{%- if rows_unique %}
+
+-- One row per (url, term): per term, its rows, less those whose tf rounds to 0, which are judged apart.
+zero_tf as (
+    select
+        term_counts.term,
+        count(*) as n_rows
+    from term_counts
+    where cast(term_counts.tf as decimal(38, 12)) = 0
+    group by term_counts.term
+),
+
+rows_judged as (
+    select
+        terms.n_urls as df,
+        terms.n_urls - coalesce(zero_tf.n_rows, 0) as n_rows,
+        false as zero_tf
+    from terms
+    left join zero_tf on terms.term = zero_tf.term
+    union all
+    select
+        terms.n_urls as df,
+        zero_tf.n_rows,
+        true as zero_tf
+    from zero_tf
+    inner join terms on zero_tf.term = terms.term
+),
+{%- else %}
+
+-- Repeated rows add up first: df counts a term's URLs, and the summed tf of a (url, term) is what rounds.
+-- Only rows with a known url and term, as the stage's inner joins keep.
+counts as (
+    select
+        term_counts.url,
+        term_counts.term,
+        count(*) as n_rows,
+        sum(cast(term_counts.tf as decimal(38, 12))) as tf
+    from term_counts
+    semi join terms on term_counts.term = terms.term
+    semi join urls on term_counts.url = urls.url
+    group by term_counts.url, term_counts.term
+),
+
+df as (
+    select
+        counts.term,
+        count(*) as df
+    from counts
+    group by counts.term
+),
+
+rows_judged as (
+    select
+        df.df,
+        counts.n_rows,
+        counts.tf = 0 as zero_tf
+    from counts
+    inner join df on counts.term = df.term
+),
+{%- endif %}
+
+judged as (
+    select
+        case
+            when rows_judged.df < $min_df then 'below_min_df'
+            when not (rows_judged.df <= $max_df * document_count.n_urls) then 'above_max_df'
+            when $weighting = 'tfidf' and rows_judged.df >= document_count.n_urls then 'in_every_url'
+            when rows_judged.zero_tf then 'weight_rounds_to_zero'
+            else 'used'
+        end as reason,
+        rows_judged.n_rows
+    from rows_judged
+    cross join document_count
+),
+
+-- the columns after used in the order of accounting.DROP_REASONS
+final as (
+    select
+        sum(case when judged.reason = 'used' then judged.n_rows else 0 end) as used,
+        sum(case when judged.reason = 'below_min_df' then judged.n_rows else 0 end) as below_min_df,
+        sum(case when judged.reason = 'above_max_df' then judged.n_rows else 0 end) as above_max_df,
+        sum(case when judged.reason = 'in_every_url' then judged.n_rows else 0 end) as in_every_url,
+        sum(
+            case when judged.reason = 'weight_rounds_to_zero' then judged.n_rows else 0 end
+        ) as weight_rounds_to_zero
+    from judged
+)
+
+select * from final
