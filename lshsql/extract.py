@@ -193,11 +193,7 @@ def _extract(
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     resources = db.for_work(work, resources)
-    raw_dir = work / "tmp" / "extract"
-    shutil.rmtree(raw_dir, ignore_errors=True)
-    raw_dir.mkdir(parents=True)
-    staged = workdir.staging(work)
-    try:
+    with workdir.scratch(work, "extract") as (raw_dir, staged):
         if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
             n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
         with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
@@ -219,9 +215,6 @@ def _extract(
             }
         )
         _record(work, staged, sources, params, summary)
-    finally:
-        shutil.rmtree(raw_dir, ignore_errors=True)
-        shutil.rmtree(staged, ignore_errors=True)
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
         raise InputError(f"no usable HTML page among {summary.records_read} records ({reasons})")
@@ -710,19 +703,10 @@ def extract_if_changed(
     """Run `extract` unless the work folder already holds it for the same inputs and parameters (whichever
     engine wrote it: both write the same rows). `engine_options`: engine, spark_master, spark_conf."""
     with workdir.writing(work):
-        if force:
-            manifest.set_aside_if_damaged(work)
-        entry = manifest.read(work)["stages"].get("extract", {})
-        same = entry.get("fingerprint") == fingerprint(resolve_sources(crawl, params.base_url), params)
-        if same and not force and extraction_whole(work, workdir.EXTRACT_TABLES):
+        current = fingerprint(resolve_sources(crawl, params.base_url), params)
+        if workdir.extraction_up_to_date(Path(work), current, workdir.EXTRACT_TABLES, force):
             return None
         return extract(crawl, work, params, resources, progress, **engine_options)
-
-
-def extraction_whole(work: str | Path, tables: tuple[str, ...]) -> bool:
-    """The folder holds a whole extraction: every file its manifest entry lists, and the tables."""
-    work = Path(work)
-    return workdir.extraction_problem(work) is None and all((work / name).exists() for name in tables)
 
 
 def _record(

@@ -9,7 +9,6 @@ Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs and write ord
 from __future__ import annotations
 
 import hashlib
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -30,7 +29,6 @@ from lshsql.extract import (
     _inputs,
     _normalizer,
     _Rows,
-    extraction_whole,
     surface_batch,
     write_raw_tables,
 )
@@ -175,16 +173,9 @@ def _ingest(
     started = time.perf_counter()
     sources = resolve_documents(paths, params.format)
     resources = db.for_work(work, resources)
-    raw_dir = work / "tmp" / "ingest"
-    shutil.rmtree(raw_dir, ignore_errors=True)
-    raw_dir.mkdir(parents=True)
-    staged = workdir.staging(work)
-    try:
+    with workdir.scratch(work, "ingest") as (raw_dir, staged):
         summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
         _record(work, staged, sources, params, summary)
-    finally:
-        shutil.rmtree(raw_dir, ignore_errors=True)
-        shutil.rmtree(staged, ignore_errors=True)
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
         raise InputError(f"no usable document among {summary.records_read} records ({reasons})")
@@ -235,11 +226,8 @@ def ingest_if_changed(
 ) -> IngestSummary | None:
     """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
     with workdir.writing(work):
-        if force:
-            manifest.set_aside_if_damaged(work)
-        entry = manifest.read(work)["stages"].get("extract", {})
-        same = entry.get("fingerprint") == fingerprint(resolve_documents(paths, params.format), params)
-        if same and not force and extraction_whole(work, workdir.INGEST_TABLES):
+        current = fingerprint(resolve_documents(paths, params.format), params)
+        if workdir.extraction_up_to_date(Path(work), current, workdir.INGEST_TABLES, force):
             return None
         return ingest(paths, work, params, resources, progress)
 

@@ -139,12 +139,31 @@ def write_text(path: Path, text: str) -> None:
 # --- extraction: written beside the old one, switched in whole -----------------------------------------
 
 
-def staging(work: Path) -> Path:
-    """Where an extraction or ingest writes its final tables before `publish_extraction` moves them in."""
-    path = work / "tmp" / "extraction"
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    return path
+@contextmanager
+def scratch(work: Path, raw: str) -> Iterator[tuple[Path, Path]]:
+    """(DIR/tmp/<raw>, DIR/tmp/extraction): the folder an extraction or ingest writes its raw tables to,
+    and the one it writes its final tables to before `publish_extraction` moves them in; both made empty,
+    and removed afterwards, on failure too."""
+    folders = (work / "tmp" / raw, work / "tmp" / "extraction")
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    try:
+        yield folders
+    finally:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def extraction_up_to_date(work: Path, fingerprint: str, tables: tuple[str, ...], force: bool) -> bool:
+    """The folder holds a whole extraction with this fingerprint: every file its manifest entry lists, and
+    the tables. Never with `force`, which also sets a damaged manifest aside."""
+    if force:
+        manifest.set_aside_if_damaged(work)
+        return False
+    entry = manifest.read(work)["stages"].get("extract", {})
+    whole = extraction_problem(work) is None and all((work / name).exists() for name in tables)
+    return entry.get("fingerprint") == fingerprint and whole
 
 
 def publish_extraction(work: Path, staged: Path, tables: tuple[str, ...], entry: dict) -> dict:
