@@ -94,16 +94,20 @@ judged as (
     cross join document_count
 ),
 
--- the columns after used in the order of accounting.DROP_REASONS
+-- the columns after used in the order of accounting.DROP_REASONS; BIGINT on both engines (DuckDB's sum of
+-- BIGINT is a HUGEINT)
 final as (
     select
-        sum(case when judged.reason = 'used' then judged.n_rows else 0 end) as used,
-        sum(case when judged.reason = 'below_min_df' then judged.n_rows else 0 end) as below_min_df,
-        sum(case when judged.reason = 'above_max_df' then judged.n_rows else 0 end) as above_max_df,
-        sum(case when judged.reason = 'in_every_url' then judged.n_rows else 0 end) as in_every_url,
-        sum(
+        cast(sum(case when judged.reason = 'used' then judged.n_rows else 0 end) as bigint) as used,
+        cast(sum(case when judged.reason = 'below_min_df' then judged.n_rows else 0 end) as bigint)
+            as below_min_df,
+        cast(sum(case when judged.reason = 'above_max_df' then judged.n_rows else 0 end) as bigint)
+            as above_max_df,
+        cast(sum(case when judged.reason = 'in_every_url' then judged.n_rows else 0 end) as bigint)
+            as in_every_url,
+        cast(sum(
             case when judged.reason = 'weight_rounds_to_zero' then judged.n_rows else 0 end
-        ) as weight_rounds_to_zero
+        ) as bigint) as weight_rounds_to_zero
     from judged
 )
 
