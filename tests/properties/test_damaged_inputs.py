@@ -55,7 +55,7 @@ def check_outcome(code: int, stderr: str) -> None:
         assert len(errors) == 1 and stderr.strip().splitlines()[-1] == errors[0], stderr
 
 
-def pages_accounting(work: Path) -> dict[str, str | None]:
+def pages_accounting(work: Path) -> dict[int, str | None]:
     """pages.parquet's rows by source offset: every record read is in it, used or with its skip reason;
     the summary's records read = used + skipped is this table's row count split by skip_reason."""
     manifest = json.loads((work / "manifest.json").read_text())
@@ -66,6 +66,13 @@ def pages_accounting(work: Path) -> dict[str, str | None]:
         ).fetchall()
     assert counts["records_read"] == len(rows) == counts["pages_used"] + sum(counts["skipped"].values())
     return {offset: reason for offset, reason in rows}
+
+
+def extracted(crawl: Path, work: Path) -> dict[int, str | None] | None:
+    """`lshsql extract` of the damaged crawl, checked; its pages by offset, or None for a one-line error."""
+    code, stderr = run_cli("extract", str(crawl), "--work", str(work), "--threads", "1")
+    check_outcome(code, stderr)
+    return None if code else pages_accounting(work)
 
 
 # --- damage ---------------------------------------------------------------------------------------------
@@ -131,12 +138,9 @@ def check_warc(n: int, compress: bool, how: tuple) -> None:
         broken, at = damaged(data, how)
         crawl = folder / ("crawl.warc.gz" if compress else "crawl.warc")
         crawl.write_bytes(broken)
-        work = folder / "work"
-        code, stderr = run_cli("extract", str(crawl), "--work", str(work), "--threads", "1")
-        check_outcome(code, stderr)
-        if code:
+        by_offset = extracted(crawl, folder / "work")
+        if by_offset is None:
             return
-        by_offset = pages_accounting(work)
         for start, end in spans:
             if end <= at:  # wholly before the damage: read and used
                 assert by_offset.get(start, "not read") is None, (start, by_offset.get(start, "not read"))
@@ -180,12 +184,9 @@ def check_jsonl(n: int, odd: dict, odd_line: int, how: tuple | None, compress: b
             data, at = damaged(data, how)
         crawl = folder / ("crawl.jsonl.gz" if compress else "crawl.jsonl")
         crawl.write_bytes(gzip.compress(data, mtime=0) if compress else data)
-        work = folder / "work"
-        code, stderr = run_cli("extract", str(crawl), "--work", str(work), "--threads", "1")
-        check_outcome(code, stderr)
-        if code:
+        by_offset = extracted(crawl, folder / "work")
+        if by_offset is None:
             return
-        by_offset = pages_accounting(work)
         offset = 0
         for i, line in enumerate(lines):
             if offset + len(line) <= at and i != odd_line % n:
