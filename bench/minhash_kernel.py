@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_bags import generate  # noqa: E402
 from results import machine, write_section  # noqa: E402
 
-from lshsql import db, family, pipeline  # noqa: E402
+from lshsql import pipeline  # noqa: E402
+from lshsql.engines import duckdb as db
+from lshsql.lsh import family
 from lshsql.params import Params  # noqa: E402
 
 MASK, SHIFT = (1 << 40) - 1, 9

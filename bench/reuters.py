@@ -33,11 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import machine, write_section  # noqa: E402
 
-from lshsql import db  # noqa: E402
-from lshsql.evaluate import score_clusters  # noqa: E402
-from lshsql.hierarchy import HierarchyParams, cut, hierarchy  # noqa: E402
-from lshsql.ingest import IngestParams, ingest  # noqa: E402
+from lshsql.engines import duckdb as db  # noqa: E402
 from lshsql.params import Params  # noqa: E402
+from lshsql.sources.ingest import IngestParams, ingest  # noqa: E402
+from lshsql.tools.evaluate import score_clusters  # noqa: E402
+from lshsql.tools.hierarchy import HierarchyParams, cut, hierarchy  # noqa: E402
 
 REUTERS = Path(__file__).resolve().parents[2] / "shared" / "data" / "reuters21578"
 PUBLISHED = {  # Korelin & Blekanov: single-link s / LSH single-link s, at 1k / 10k / 20k documents

@@ -23,10 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-from lshsql import db, pipeline
+from lshsql import pipeline
+from lshsql.engines import duckdb as db
 from lshsql.params import Params
 
-evaluate = importlib.import_module("lshsql.evaluate")  # the package exports a function of that name
+evaluate = importlib.import_module("lshsql.tools.evaluate")  # the package exports a function of that name
 
 
 def stamp(bags: Path) -> str:

@@ -180,7 +180,7 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - the one boundary: no traceback reaches a user
         if os.environ.get("LSHSQL_DEBUG") or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
             raise
-        from lshsql.db import error_message
+        from lshsql.engines.duckdb import error_message
 
         typer.echo(f"lshsql: error: DuckDB: {error_message(e)}", err=True)
         sys.exit(3)
@@ -207,7 +207,7 @@ def _root(
 
 
 def _resources(work: Path, threads: int | None, memory_limit: str | None, max_spill: str | None):
-    from lshsql.db import Resources, spill_directory
+    from lshsql.engines.duckdb import Resources, spill_directory
 
     kwargs = {"temp_directory": spill_directory(work), "max_spill": max_spill}
     if threads is not None:
@@ -237,8 +237,8 @@ def _progress(quiet: bool, what: str = "MB of HTML"):
 
 def _stopword_file(path: Path | None) -> frozenset[str]:
     """The words of --extra-stopwords FILE (none without it); a bad file is a one-line InputError."""
-    from lshsql import text
     from lshsql.errors import InputError
+    from lshsql.sources import text
 
     if path is None:
         return frozenset()
@@ -249,7 +249,7 @@ def _stopword_file(path: Path | None) -> frozenset[str]:
 
 
 def _extract_params(**options):
-    from lshsql.extract import ExtractParams
+    from lshsql.sources.extract import ExtractParams
 
     extra = _stopword_file(options.pop("extra_stopwords"))
     options["max_page_bytes"] = int(options.pop("max_page_mb") * 2**20)
@@ -263,7 +263,7 @@ def _kept_extract_params(work: Path, given: dict):
     from dataclasses import fields
 
     from lshsql import manifest
-    from lshsql.extract import ExtractParams
+    from lshsql.sources.extract import ExtractParams
 
     entry = manifest.read(work)["stages"].get("extract", {})
     if entry.get("kind") == "documents":  # made by ingest, whose options are not extract's
@@ -393,7 +393,7 @@ def extract(
 
     Example: lshsql extract examples/crawl.warc.gz --work work
     """
-    from lshsql.extract import extract as run_extract
+    from lshsql.sources.extract import extract as run_extract
 
     params = _extract_params(
         window=window,
@@ -463,7 +463,7 @@ def ingest(
 
     Example: lshsql ingest ../shared/data/reuters21578/ --work work/reuters --require-label
     """
-    from lshsql.ingest import IngestParams, ingest_if_changed
+    from lshsql.sources.ingest import IngestParams, ingest_if_changed
 
     params = IngestParams(
         format=format,
@@ -492,7 +492,7 @@ def ingest(
 def _engine_options(engine: str = "duckdb", spark_master: str | None = None, spark_conf=None) -> dict:
     """--engine, --spark-master and --spark-conf as keyword arguments of the API (run, extract, hierarchy);
     ParamError for an unknown engine, or Spark options without --engine spark."""
-    from lshsql.engine import ENGINES, parse_conf
+    from lshsql.engines.base import ENGINES, parse_conf
     from lshsql.errors import ParamError
 
     if engine not in ENGINES:
@@ -527,7 +527,7 @@ def _run(
     if crawl and bags:
         raise ParamError("give a crawl or --bags, not both")
     from lshsql import manifest, workdir
-    from lshsql.engine import open_engine
+    from lshsql.engines.base import open_engine
 
     options = _engine_options(**(spark or {}))
     resources = _resources(work, threads, memory_limit, max_spill)
@@ -543,7 +543,9 @@ def _run(
         if shared:
             options["engine"] = shared
         if crawl:
-            from lshsql.extract import extract_if_changed  # lxml, warcio, w3lib: only when there is a crawl
+            from lshsql.sources.extract import (
+                extract_if_changed,  # lxml, warcio, w3lib: only when there is a crawl
+            )
 
             params = _kept_extract_params(work, extract_options)
             summary = extract_if_changed(crawl, work, params, resources, _progress(quiet), force, **options)
@@ -703,7 +705,7 @@ def related(
 
     Example: lshsql related https://docs.python.example/3.11/library/index.html --work work
     """
-    from lshsql.explore import related as find_related
+    from lshsql.tools.explore import related as find_related
 
     _print_table(find_related(work, url, limit, _resources(work, threads, memory_limit, max_spill)), format)
 
@@ -724,7 +726,7 @@ def clusters(
 
     Example: lshsql clusters --work work --limit 5
     """
-    from lshsql.explore import top_clusters
+    from lshsql.tools.explore import top_clusters
 
     resources = _resources(work, threads, memory_limit, max_spill)
     _print_table(top_clusters(work, limit, members, terms, resources), format)
@@ -745,7 +747,7 @@ def query(
 
     Example: lshsql query "select size, count(*) from clusters group by 1 order by 1" --work work
     """
-    from lshsql.explore import query as run_query
+    from lshsql.tools.explore import query as run_query
 
     _print_table(run_query(work, sql, _resources(work, threads, memory_limit, max_spill)), format)
 
@@ -759,7 +761,7 @@ def info(
 
     Example: lshsql info --work work
     """
-    from lshsql.explore import info as run_info
+    from lshsql.tools.explore import info as run_info
 
     _print_table(run_info(work), format, wrap_last=True)
 
@@ -786,7 +788,7 @@ def plan(
 
     Example: lshsql plan --threshold 0.8 --work work
     """
-    from lshsql.plan import plan as make_plan
+    from lshsql.lsh.plan import plan as make_plan
 
     resources = _resources(work, threads, memory_limit, max_spill) if work is not None else None
     for line in make_plan(threshold, num_perm, recall, banding, work, resources, seed).lines():
@@ -807,7 +809,7 @@ def explain(
 
     Example: lshsql explain https://docs.python.example/3.11/index.html https://www.python.org/ --work work
     """
-    from lshsql import explain as why
+    from lshsql.tools import explain as why
 
     resources = _resources(work, threads, memory_limit, max_spill)
     if v:
@@ -839,7 +841,7 @@ def eval_(
 
     Example: lshsql eval --work work --labels labels.csv
     """
-    from lshsql.evaluate import evaluate, summary_lines
+    from lshsql.tools.evaluate import evaluate, summary_lines
 
     result = evaluate(
         work, threshold, labels, sample, seed, _resources(work, threads, memory_limit, max_spill)
@@ -892,8 +894,8 @@ def hierarchy(
 
     Example: lshsql hierarchy --work work/reuters --threshold 0.3
     """
-    from lshsql.hierarchy import HierarchyParams
-    from lshsql.hierarchy import hierarchy as build
+    from lshsql.tools.hierarchy import HierarchyParams
+    from lshsql.tools.hierarchy import hierarchy as build
 
     given = {"weighting": weighting, "min_df": min_df, "max_df": max_df, "scale": scale}
     given |= {"num_perm": num_perm, "seed": seed}
@@ -927,8 +929,8 @@ def cut(
 
     Example: lshsql cut --threshold 0.6 --work work/reuters --labels work/reuters/labels.parquet
     """
-    from lshsql.evaluate import quality_lines, score_clusters
-    from lshsql.hierarchy import cut as make_cut
+    from lshsql.tools.evaluate import quality_lines, score_clusters
+    from lshsql.tools.hierarchy import cut as make_cut
 
     if labels is not None and not labels.is_file():  # before the cut is written, not after
         from lshsql.errors import InputError
@@ -963,8 +965,8 @@ def environment(
 
     Example: lshsql environment docs.python.example --work work/crawl
     """
-    from lshsql.environment import environment as describe
     from lshsql.params import Params
+    from lshsql.tools.environment import environment as describe
 
     params = Params(threshold=threshold, clustering=clustering)
     result = describe(work, site, params, _resources(work, threads, memory_limit, max_spill), log=_say(quiet))
@@ -987,7 +989,7 @@ def report(
 
     Example: lshsql report --work work
     """
-    from lshsql.report import write_report
+    from lshsql.tools.report import write_report
 
     typer.echo(str(write_report(work, out, _resources(work, threads, memory_limit, max_spill))))
 
@@ -1027,7 +1029,7 @@ def show(
 
     Example: lshsql show https://docs.python.example/3.11/index.html --work work
     """
-    from lshsql import show as shown
+    from lshsql.tools import show as shown
 
     from_cut = _from_cut(from_)
     resources = _resources(work, threads, memory_limit, max_spill)
@@ -1065,8 +1067,8 @@ def mirrors(
 
     Example: lshsql mirrors --work work --min-shared 2 --min-jaccard 0.5
     """
-    from lshsql.mirrors import likely_mirrors
-    from lshsql.mirrors import mirrors as find_mirrors
+    from lshsql.tools.mirrors import likely_mirrors
+    from lshsql.tools.mirrors import mirrors as find_mirrors
 
     resources = _resources(work, threads, memory_limit, max_spill)
     path, counts = find_mirrors(work, _from_cut(from_), min_shared, resources)

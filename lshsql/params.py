@@ -272,7 +272,7 @@ def _drawn_recalls(s: float, k: int, num_perm: int, seed: int) -> Iterator[float
     """For j = 1, 2, ...: P(a pair of similarity s shares a bucket of at least one of the first j tables
     `run` draws with this seed (family.random_tables)), measured on RECALL_DRAWS seeded draws in which each
     of the m positions agrees with probability s, the same draws for every j, k and l."""
-    from lshsql import family  # family imports this module
+    from lshsql.lsh import family  # family imports this module
 
     agree = _agreements(s, num_perm, seed)
     missed = np.arange(RECALL_DRAWS)  # draws no table has found yet: each table need only look at these

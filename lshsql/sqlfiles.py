@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import jinja2
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.errors import StageError
 
 _HEADER_LINE = re.compile(r"^--\s*(\w+):\s*(.*)$")

@@ -147,7 +147,8 @@ def run_stage(
     """Write `tables` into `work`, run one pipeline stage on them, return its output rows."""
     import duckdb
 
-    from lshsql import db, udf
+    from lshsql.engines import duckdb as db
+    from lshsql.engines import udf
     from lshsql.pipeline import RUNNERS, STAGES, output_path
 
     for relation, rows in (tables or {}).items():

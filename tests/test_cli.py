@@ -267,8 +267,8 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     it; a run giving another recall plans again."""
     import json
 
+    from lshsql.lsh.plan import plan
     from lshsql.params import planned_work
-    from lshsql.plan import plan
 
     work = tmp_path / "w"
 
@@ -307,7 +307,7 @@ def test_an_end_of_file_error_from_a_reader_is_one_line_not_aborted(monkeypatch,
     def cut(*args, **kwargs):
         raise EOFError("Compressed file ended before the end-of-stream marker was reached")
 
-    monkeypatch.setattr(importlib.import_module("lshsql.extract"), "extract", cut)
+    monkeypatch.setattr(importlib.import_module("lshsql.sources.extract"), "extract", cut)
     monkeypatch.setattr(sys, "argv", ["lshsql", "extract", str(EXAMPLE_CRAWL), "--work", "w", "--quiet"])
     with pytest.raises(SystemExit) as exit_:
         cli.main()

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from lshsql.cli import app
-from lshsql.explore import unique_names
+from lshsql.tools.explore import unique_names
 from tests.conftest import shared, write_table
 
 

@@ -8,11 +8,12 @@ import re
 import duckdb
 import pytest
 
-from lshsql import db, schemas
+from lshsql import schemas
 from lshsql.cli import app
-from lshsql.extract import ExtractParams, extract
+from lshsql.engines import duckdb as db
 from lshsql.params import Params
 from lshsql.pipeline import run
+from lshsql.sources.extract import ExtractParams, extract
 from tests.conftest import EXAMPLE_CRAWL, REPO
 
 DOCS = REPO / "docs"
@@ -111,7 +112,14 @@ def test_api_names_stay_functions_after_their_modules_are_imported():
 
     import lshsql
 
-    for name in ("extract", "evaluate", "ingest", "hierarchy", "plan"):
-        importlib.import_module(f"lshsql.{name}")
+    modules = {
+        "extract": "sources.extract",
+        "evaluate": "tools.evaluate",
+        "ingest": "sources.ingest",
+        "hierarchy": "tools.hierarchy",
+        "plan": "lsh.plan",
+    }
+    for name, module in modules.items():
+        importlib.import_module(f"lshsql.{module}")
         for _ in range(2):  # as a notebook's first and second call
             assert callable(getattr(lshsql, name)) and getattr(lshsql, name).__name__ == name

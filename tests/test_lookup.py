@@ -9,13 +9,13 @@ import shutil
 import duckdb
 import pytest
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.explain import PAIR_READS, URL_READS, explain_pair, explain_url
-from lshsql.explore import query, related, top_clusters
 from lshsql.params import Params
 from lshsql.pipeline import run
-from lshsql.show import cluster_members
+from lshsql.tools.explain import PAIR_READS, URL_READS, explain_pair, explain_url
+from lshsql.tools.explore import query, related, top_clusters
+from lshsql.tools.show import cluster_members
 from tests.test_cli import lshsql
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)

@@ -6,13 +6,13 @@ import os
 
 import pytest
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
-from lshsql.explain import explain_pair, explain_url, pair_lines, url_lines
-from lshsql.extract import ExtractParams, extract
+from lshsql.lsh.plan import plan
 from lshsql.params import Params, tables_recall
 from lshsql.pipeline import run
-from lshsql.plan import plan
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.tools.explain import explain_pair, explain_url, pair_lines, url_lines
 from tests.conftest import EXAMPLE_CRAWL
 
 PYTHON_INDEX = "https://docs.python.example/3.11/index.html"

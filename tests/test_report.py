@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from lshsql import db, explore
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
-from lshsql.extract import extract
 from lshsql.params import Params, tables_recall
 from lshsql.pipeline import run
-from lshsql.report import _url, write_report
+from lshsql.sources.extract import extract
+from lshsql.tools import explore
+from lshsql.tools.report import _url, write_report
 from tests.conftest import EXAMPLE_CRAWL
 
 CHROMIUM = Path("/usr/bin/chromium")

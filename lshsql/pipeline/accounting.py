@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import sqlfiles, udf
+from lshsql import sqlfiles
+from lshsql.engines import udf
 from lshsql.errors import StageError
 from lshsql.params import Params
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, manifest, workdir
+from lshsql import manifest, workdir
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, StageError
 from lshsql.pipeline.inputs import create_term_counts_view, register, user_bags_columns, user_bags_source
 from lshsql.pipeline.stages import STAGE_NAMES, output_path

@@ -11,8 +11,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, manifest, schemas, sqlfiles
-from lshsql.engine import as_engine
+from lshsql import manifest, schemas, sqlfiles
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import as_engine
 from lshsql.errors import InputError, one_line
 from lshsql.pipeline.stages import BAGS_SOURCE_SQL, input_paths, output_path
 

@@ -5,7 +5,7 @@ center)` for sql/62_clusters.sql; `lshsql hierarchy` runs the component rounds t
 from __future__ import annotations
 
 from lshsql import sqlfiles
-from lshsql.engine import as_engine
+from lshsql.engines.base import as_engine
 from lshsql.errors import StageError
 
 MAX_ROUNDS = 100_000

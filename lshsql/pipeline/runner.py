@@ -1,7 +1,7 @@
 """The run loop: the stages of STAGES in order, each skipped when its fingerprint (its parameters, its
 inputs' fingerprints, its SQL file, the lshsql version) is the one recorded and its output is there.
 
-The runners reach the engine that runs the SQL through lshsql/engine.py (DuckDB, or Spark with
+The runners reach the engine that runs the SQL through lshsql/engines/base.py (DuckDB, or Spark with
 `run(..., engine="spark")`); a runner also takes a DuckDB connection, which it uses as DuckDBEngine. The
 engine is not part of a fingerprint: both write the same rows.
 """
@@ -14,14 +14,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lshsql import __version__, db, labels, manifest, schemas, sqlfiles, workdir
-from lshsql.engine import Engine, as_engine, open_engine
+from lshsql import __version__, manifest, schemas, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import Engine, as_engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
 from lshsql.pipeline.runners import RUNNERS
 from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
+from lshsql.tools import labels
 
 DEFAULT_PARAMS = Params()
 
@@ -66,7 +68,7 @@ def run(
         params: stage parameters; k and l left None are chosen by the planner for params.threshold.
         bags: a Parquet file (url, term, optional weight) to start from instead of fragments.
         force: rerun stages that are up to date; only: run just these stages (their inputs must exist).
-        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (lshsql/engine.py), or
+        engine: "duckdb" (default) or "spark": which engine runs the stage SELECTs (engines/base.py), or
             an open Engine to use (and leave open). The rows are the same, so the engine is not part of a
             stage's fingerprint.
         spark_master, spark_conf: the Spark master URL (default local[*]) and extra Spark settings, for
@@ -222,7 +224,7 @@ def _plan_tables(con, work: Path, params: Params, resources: db.Resources | None
     """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
     sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
     DuckDB whatever the engine (it reads DIR/signatures.parquet, the same file either way)."""
-    from lshsql.plan import agreement_histogram, sample_signatures
+    from lshsql.lsh.plan import agreement_histogram, sample_signatures
 
     engine = as_engine(con)
     if engine.name != "duckdb":

@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lshsql import family, labels, sqlfiles
-from lshsql.engine import as_engine, materialize_in_parts
+from lshsql import sqlfiles
+from lshsql.engines.base import as_engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, StageError
+from lshsql.lsh import family
 from lshsql.params import MAX_COPIES, Params, tables_recall
 from lshsql.pipeline import batching
 from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.stages import Stage, output_path, template_context
+from lshsql.tools import labels
 
 
 def run_sql(

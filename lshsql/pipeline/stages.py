@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lshsql import family, workdir
+from lshsql import workdir
 from lshsql.errors import InputError, StageError
+from lshsql.lsh import family
 from lshsql.params import Params
 
 Log = Callable[[str], None]

@@ -10,10 +10,11 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db, schemas
-from lshsql.anchors import parse_page
-from lshsql.extract import ExtractParams, extract
-from lshsql.ingest import IngestParams, ingest
+from lshsql import schemas
+from lshsql.engines import duckdb as db
+from lshsql.sources.anchors import parse_page
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.sources.ingest import IngestParams, ingest
 from tests.conftest import html_response, shared, write_jsonl, write_warc
 
 S = "http://s.example"

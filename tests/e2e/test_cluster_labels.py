@@ -13,12 +13,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from lshsql import db, explore, schemas
-from lshsql.extract import ExtractParams, extract
-from lshsql.hierarchy import HierarchyParams, cut, hierarchy
-from lshsql.ingest import IngestParams, ingest
+from lshsql import schemas
+from lshsql.engines import duckdb as db
 from lshsql.params import Params
 from lshsql.pipeline import run
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.sources.ingest import IngestParams, ingest
+from lshsql.tools import explore
+from lshsql.tools.hierarchy import HierarchyParams, cut, hierarchy
 from tests.conftest import EXAMPLE_CRAWL, REPO
 
 
@@ -47,9 +49,9 @@ def rows(query: str, **params) -> list[tuple]:
 
 def crawl_words() -> set[str]:
     """Every word of the crawl's pages as extraction reads them (titles and all text, lowercased)."""
-    from lshsql.anchors import parse_page
-    from lshsql.sources import iter_records, resolve_sources
-    from lshsql.urls import UrlOptions
+    from lshsql.sources.anchors import parse_page
+    from lshsql.sources.readers import iter_records, resolve_sources
+    from lshsql.sources.urls import UrlOptions
 
     found: set[str] = set()
     for record in iter_records(resolve_sources([str(EXAMPLE_CRAWL)])[0], 32 * 2**20):

@@ -7,10 +7,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db
-from lshsql.environment import environment, site_unit
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.extract import ExtractParams, extract
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.tools.environment import environment, site_unit
 from tests.conftest import html_response, shared, write_warc
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)

@@ -13,9 +13,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.extract import ExtractParams, bucket_of, extract
+from lshsql.sources.extract import ExtractParams, bucket_of, extract
 from tests.conftest import (
     EXAMPLE_CRAWL,
     html_response,
@@ -330,8 +330,8 @@ def test_a_spark_task_reads_relative_paths_from_the_drivers_directory(tmp_path, 
     """extract.parse_file, the body of one Spark task (run here without Spark): a relative input path is
     read from the driver's working directory and recorded as given; where that directory does not exist
     (another machine), a one-line error says so; a missing file is a one-line error too."""
-    from lshsql.extract import parse_file
-    from lshsql.sources import Source
+    from lshsql.sources.extract import parse_file
+    from lshsql.sources.readers import Source
 
     write_warc(tmp_path / "crawl.warc.gz", small_site)
     monkeypatch.chdir("/")  # an executor's working directory is not the driver's
@@ -350,7 +350,7 @@ def test_a_spark_task_reads_relative_paths_from_the_drivers_directory(tmp_path, 
 
 
 def test_extract_refuses_an_unknown_engine_before_reading_and_leaves_no_scratch(tmp_path, small_site):
-    from lshsql.engine import DuckDBEngine
+    from lshsql.engines.base import DuckDBEngine
 
     crawl = [str(write_warc(tmp_path / "crawl.warc.gz", small_site))]
     with pytest.raises(ParamError, match="unknown engine 'Spark'"):

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db, pipeline
-from lshsql.explore import cluster_labels
-from lshsql.extract import ExtractParams, extract
-from lshsql.mirrors import mirrors
+from lshsql import pipeline
+from lshsql.engines import duckdb as db
 from lshsql.params import Params
-from lshsql.show import cluster_members, stored_html
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.tools.explore import cluster_labels
+from lshsql.tools.mirrors import mirrors
+from lshsql.tools.show import cluster_members, stored_html
 from tests.conftest import shared
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)

@@ -11,10 +11,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db
-from lshsql.extract import ExtractParams, extract
+from lshsql.engines import duckdb as db
 from lshsql.params import Params
 from lshsql.pipeline import STAGES, output_path, run
+from lshsql.sources.extract import ExtractParams, extract
 from tests.conftest import EXAMPLE_CRAWL, shared
 
 RESOURCES = db.Resources(memory_limit="2GB", threads=2)

@@ -9,12 +9,13 @@ import shutil
 import duckdb
 import pytest
 
-from lshsql import anchors, db
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
-from lshsql.extract import ExtractParams, extract
 from lshsql.params import Params
 from lshsql.pipeline import run
-from lshsql.show import NOT_FETCHED, cluster_members, stored_html
+from lshsql.sources import anchors
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.tools.show import NOT_FETCHED, cluster_members, stored_html
 from tests.conftest import html_response, shared, write_jsonl, write_single_member_gzip, write_warc
 from tests.test_cli import lshsql
 
@@ -283,7 +284,7 @@ def test_stored_html_from_json_lines_and_html_folders(tmp_path):
 
 
 def test_stored_html_from_a_real_arc_file(tmp_path):
-    from lshsql.sources import Source, iter_records
+    from lshsql.sources.readers import Source, iter_records
 
     crawl = shared("real-warc", "pywb", "example.arc.gz")
     [record] = [r for r in iter_records(Source(str(crawl), "warc"), 2**30) if r.body]

@@ -66,7 +66,7 @@ def work(example_run: Path, tmp_path: Path) -> Path:
 def test_an_interrupted_reextraction_leaves_the_old_one_whole(work, monkeypatch):
     """Killed while writing fragments (here: an error after 3 of 16 buckets), a re-extraction changes
     nothing: the old tables and manifest entry stay, whole."""
-    from lshsql.extract import ExtractParams, extract
+    from lshsql.sources.extract import ExtractParams, extract
 
     before = digests(work, "**/*.parquet")
     entry = manifest.read(work)["stages"]["extract"]
@@ -85,7 +85,7 @@ def test_an_interrupted_reextraction_leaves_the_old_one_whole(work, monkeypatch)
 
 
 def workdir_resources(work: Path):
-    from lshsql import db
+    from lshsql.engines import duckdb as db
 
     return db.Resources(memory_limit="1GB", threads=2, temp_directory=db.spill_directory(work))
 
@@ -93,7 +93,7 @@ def workdir_resources(work: Path):
 def test_a_crash_while_switching_is_refused_then_mended(work, monkeypatch):
     """A crash between moving the first new table in and recording the entry: readers refuse the folder
     (one line), and giving the crawl again extracts it again, to the same tables."""
-    from lshsql.extract import ExtractParams, extract
+    from lshsql.sources.extract import ExtractParams, extract
 
     before = digests(work, "**/*.parquet")
     replace = os.replace

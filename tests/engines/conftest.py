@@ -31,7 +31,7 @@ FAST_START = {"spark.driver.extraJavaOptions": FAST_JVM, "spark.sql.shuffle.part
 @pytest.fixture(scope="session")
 def spark():
     """The session (skipped without pyspark, sqlglot or Java: each module checks first)."""
-    from lshsql import spark as engine
+    from lshsql.engines import spark as engine
 
     session = engine.session("local[1]", FAST_START)
     yield session

@@ -17,12 +17,12 @@ require_spark()
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from lshsql import db  # noqa: E402
-from lshsql.engine import SparkEngine  # noqa: E402
+from lshsql.engines import duckdb as db  # noqa: E402
+from lshsql.engines.base import SparkEngine  # noqa: E402
 from lshsql.errors import InputError  # noqa: E402
-from lshsql.extract import ExtractParams, _parse_on_spark, extract  # noqa: E402
-from lshsql.hierarchy import HierarchyParams, hierarchy  # noqa: E402
-from lshsql.sources import Source  # noqa: E402
+from lshsql.sources.extract import ExtractParams, _parse_on_spark, extract  # noqa: E402
+from lshsql.sources.readers import Source  # noqa: E402
+from lshsql.tools.hierarchy import HierarchyParams, hierarchy  # noqa: E402
 from tests.conftest import html_response, write_jsonl, write_warc  # noqa: E402
 from tests.engines.test_spark_run import write_docs  # noqa: E402
 from tests.stages.test_hierarchy import signatures_of  # noqa: E402
@@ -145,7 +145,7 @@ def test_hierarchy_on_spark_gives_duckdbs_merges_and_tree(method, spark, tmp_pat
     for table in ("merges", "cluster_tree"):
         same_rows(tmp_path / "duckdb", tmp_path / "spark", table)
     # and the cut of the Spark-built tree is DuckDB's (a query on either engine's Parquet)
-    cut = importlib.import_module("lshsql.hierarchy").cut
+    cut = importlib.import_module("lshsql.tools.hierarchy").cut
     for work in ("duckdb", "spark"):
         cut(tmp_path / work, 0.5, RESOURCES)
     same_rows(tmp_path / "duckdb", tmp_path / "spark", "cut")

@@ -83,7 +83,7 @@ Caused by: org.apache.spark.SparkException: lost
 def test_a_job_spark_aborts_is_one_line_without_its_stack_trace() -> None:
     from pyspark.errors import PySparkException
 
-    from lshsql import spark
+    from lshsql.engines import spark
     from lshsql.errors import StageError
 
     def aborted() -> None:

@@ -23,8 +23,10 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pyspark  # noqa: E402
 
-from lshsql import family, pipeline, sqlfiles, transpile, udf  # noqa: E402
-from lshsql import spark as engine  # noqa: E402
+from lshsql import pipeline, sqlfiles  # noqa: E402
+from lshsql.engines import spark as engine  # noqa: E402
+from lshsql.engines import transpile, udf  # noqa: E402
+from lshsql.lsh import family  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 from lshsql.pipeline import template_context  # noqa: E402
 from tests.conftest import write_table  # noqa: E402
@@ -422,7 +424,7 @@ def test_decimal_sums_and_logarithms_agree_on_awkward_values(engines, spark):
 
 @pytest.mark.parametrize("arrow", [True, False], ids=["arrow_udf", "pandas_udf"])
 def test_udfs_equal_duckdbs(spark, arrow):
-    """The UDF bodies of lshsql/udf.py give DuckDB's values bit for bit, as Arrow UDFs (Spark 4.1+) and as
+    """The UDF bodies of lshsql/engines/udf.py give DuckDB's values bit for bit, as Arrow UDFs (Spark 4.1+) and as
     the pandas UDFs of Spark 3.5 and 4.0 (that path needs pandas, which the test extras install)."""
     from pyspark.sql import functions
 
@@ -526,7 +528,7 @@ def input_schema(relation: str, file: str) -> pa.Schema:
 
 @pytest.mark.parametrize("file", FILES)
 def test_every_stage_file_analyzes_on_spark_with_duckdbs_columns(spark, tmp_path, file):
-    from lshsql.spark import _cast_to_schema, _writes
+    from lshsql.engines.spark import _cast_to_schema, _writes
 
     sql = sqlfiles.load(file)
     text = sqlfiles.render(sql, template_context(Params(num_perm=4, k=2, l=3)))

@@ -77,7 +77,7 @@ def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
 
 def test_settings_the_rows_depend_on_cannot_be_overridden():
     pytest.importorskip("pyspark")
-    from lshsql import spark
+    from lshsql.engines import spark
     from lshsql.errors import ParamError
 
     with pytest.raises(ParamError, match="spark.sql.ansi.enabled: fixed by lshsql"):

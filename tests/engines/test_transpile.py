@@ -1,4 +1,4 @@
-"""lshsql/transpile.py without Spark: every stage file lints clean and transpiles to SQL that parses as Spark
+"""lshsql/engines/transpile.py without Spark: every stage file lints clean and transpiles to SQL that parses as Spark
 SQL (or is on the list of files refused, with the reason), each fix-up on its own input and output, and
 each refused construct stops with a StageError naming the file."""
 
@@ -8,7 +8,8 @@ import pytest
 
 sqlglot = pytest.importorskip("sqlglot", reason="the Spark engine needs sqlglot: pip install 'lshsql[spark]'")
 
-from lshsql import sqlfiles, transpile  # noqa: E402
+from lshsql import sqlfiles  # noqa: E402
+from lshsql.engines import transpile  # noqa: E402
 from lshsql.errors import StageError  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 from lshsql.pipeline import template_context  # noqa: E402
@@ -228,7 +229,7 @@ def test_kind_reads_duckdb_typing_off_the_syntax():
 def test_without_pyspark_the_engine_says_how_to_install_it(monkeypatch):
     import sys
 
-    from lshsql import spark
+    from lshsql.engines import spark
     from lshsql.errors import ParamError
 
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark raises ImportError
@@ -237,7 +238,7 @@ def test_without_pyspark_the_engine_says_how_to_install_it(monkeypatch):
 
 
 def test_without_java_the_engine_says_so(monkeypatch, tmp_path):
-    from lshsql import spark
+    from lshsql.engines import spark
     from lshsql.errors import ParamError
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
@@ -253,7 +254,7 @@ def test_without_java_the_engine_says_so(monkeypatch, tmp_path):
 def test_local_masters_get_one_shuffle_partition_per_core():
     import os
 
-    from lshsql import spark
+    from lshsql.engines import spark
 
     assert [spark._local_cores(m) for m in ("local", "local[1]", "local[4]", "local[4,2]")] == [1, 1, 4, 4]
     assert spark._local_cores("local[*]") == (os.cpu_count() or 1)

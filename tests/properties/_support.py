@@ -9,7 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, pipeline, udf
+from lshsql import pipeline
+from lshsql.engines import duckdb as db
+from lshsql.engines import udf
 from lshsql.params import Params
 
 

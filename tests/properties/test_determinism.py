@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from lshsql import pipeline
-from lshsql.extract import ExtractParams, extract
 from lshsql.params import Params
+from lshsql.sources.extract import ExtractParams, extract
 from tests.conftest import EXAMPLE_CRAWL
 from tests.properties._support import read_columns, resources, sha256, write_parquet
 

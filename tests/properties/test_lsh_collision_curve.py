@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import family
+from lshsql.lsh import family
 from lshsql.params import Params, collision_probability
 from tests.properties._support import run_stage, write_signatures
 

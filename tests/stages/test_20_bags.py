@@ -58,7 +58,7 @@ def read_rows(path) -> list[dict]:
 
 
 def test_terms_are_numbered_in_hash_order(tmp_path):
-    from lshsql.udf import term_hash
+    from lshsql.engines.udf import term_hash
 
     p = Params().resolved(from_bags=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
@@ -410,7 +410,7 @@ def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
     import pyarrow as pa
 
-    from lshsql import udf
+    from lshsql.engines import udf
     from lshsql.errors import StageError
 
     monkeypatch.setattr(udf, "term_hash", lambda terms: pa.array([7] * len(terms), type=pa.int64()))

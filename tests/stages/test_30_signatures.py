@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lshsql import family, udf
+from lshsql.engines import udf
+from lshsql.lsh import family
 from lshsql.params import PRIME, Params
 from tests.conftest import run_stage
 

@@ -76,7 +76,7 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     bound, and with batches of 4 and 2 of the 6 tables."""
     import numpy as np
 
-    from lshsql import engine
+    from lshsql.engines import base as engine
     from lshsql.pipeline import batching
 
     combined = []

@@ -82,7 +82,9 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lshsql import db, engine, manifest, pipeline
+    from lshsql import manifest, pipeline
+    from lshsql.engines import base as engine
+    from lshsql.engines import duckdb as db
     from lshsql.pipeline import batching
 
     rng = np.random.default_rng(11)

@@ -6,8 +6,8 @@ import pytest
 
 from lshsql import schemas
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import query
-from lshsql.mirrors import likely_mirrors, mirrors
+from lshsql.tools.explore import query
+from lshsql.tools.mirrors import likely_mirrors, mirrors
 from tests.conftest import write_table
 
 # (url, center_id, size) of hand-made clusters; url_id and center are filled in below.
@@ -112,8 +112,8 @@ def test_mirrors_and_show_refuse_clusters_of_hosts(tmp_path):
     import json
 
     from lshsql.errors import InputError
-    from lshsql.mirrors import mirrors
-    from lshsql.show import cluster_members
+    from lshsql.tools.mirrors import mirrors
+    from lshsql.tools.show import cluster_members
 
     (tmp_path / "clusters.parquet").write_bytes(b"")  # present; the manifest says what it holds
     (tmp_path / "manifest.json").write_text(json.dumps({"stages": {}, "params": {"unit": "host"}}))

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from lshsql.anchors import decode_html, parse_page, sniff_skip_reason
+from lshsql.sources.anchors import decode_html, parse_page, sniff_skip_reason
 
 PAGE = "http://site.example/dir/page.html"
 

@@ -19,12 +19,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lshsql import db, schemas, sqlfiles
+from lshsql import schemas, sqlfiles
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.evaluate import adjusted_rand_index, cluster_metrics, summary_lines
+from lshsql.tools.evaluate import adjusted_rand_index, cluster_metrics, summary_lines
 from tests.conftest import shared, write_table
 
-evaluate = importlib.import_module("lshsql.evaluate")  # the module: lshsql.evaluate names the function
+evaluate = importlib.import_module(
+    "lshsql.tools.evaluate"
+)  # the module: lshsql.tools.evaluate names the function
 
 # ---------------------------------------------------------------- brute force
 
@@ -581,9 +584,9 @@ def test_handbook_cluster_quality(tmp_path):
     """The 130 handbook pages, labelled by file name (5 pages, each in 26 languages): eval scores the
     clusters of the default run with content words. Measured: 13 clusters, purity 0.9615, inverse purity
     0.8769, pairwise precision 0.9527, recall 0.7815, F 0.8587, ARI 0.8288 (3 s)."""
-    from lshsql.extract import ExtractParams, extract
     from lshsql.params import Params
     from lshsql.pipeline import run
+    from lshsql.sources.extract import ExtractParams, extract
 
     crawl = shared("crawls", "fixture-handbook-neardup.warc.gz")
     resources = db.Resources(memory_limit="2GB", threads=2)

@@ -10,11 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db, pipeline, sqlfiles
+from lshsql import pipeline, sqlfiles
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.evaluate import score_clusters
-from lshsql.hierarchy import HierarchyParams, cut, hierarchy
 from lshsql.params import Params
+from lshsql.tools.evaluate import score_clusters
+from lshsql.tools.hierarchy import HierarchyParams, cut, hierarchy
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)
 
@@ -253,7 +254,7 @@ def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path):
 
 
 def test_tree_and_cut_are_in_the_work_folder_catalog(planted):
-    from lshsql.explore import query
+    from lshsql.tools.explore import query
 
     root, bags = planted
     work = root / "work"
@@ -270,7 +271,7 @@ def test_tree_and_cut_are_in_the_work_folder_catalog(planted):
 def test_reuters_1000_lsh_single_link_tracks_exact_single_link(tmp_path):
     """The first 1,000 labelled Reuters stories (bench/reuters.py's smallest row): the LSH tree cut at 0.25
     scores within 2 points of F of exact single-link's, with about as many clusters."""
-    from lshsql.ingest import IngestParams, ingest
+    from lshsql.sources.ingest import IngestParams, ingest
     from tests.conftest import shared
 
     ingest([str(shared("reuters21578"))], tmp_path, IngestParams(limit=1000, require_label=True), RESOURCES)

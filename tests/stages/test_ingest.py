@@ -14,12 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lshsql import db, documents, manifest
+from lshsql import manifest
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.ingest import IngestParams, ingest, ingest_if_changed
 from lshsql.params import Params
 from lshsql.pipeline import run
-from lshsql.text import shingles
+from lshsql.sources import documents
+from lshsql.sources.ingest import IngestParams, ingest, ingest_if_changed
+from lshsql.sources.text import shingles
 from tests.conftest import REPO, shared
 
 FIXTURES = REPO / "tests" / "fixtures" / "documents"

@@ -143,8 +143,8 @@ def test_expected_candidates_match_the_drawn_tables(values, k, l):  # noqa: E741
     positions)."""
     import numpy as np
 
-    from lshsql import family
-    from lshsql.plan import agreement_histogram
+    from lshsql.lsh import family
+    from lshsql.lsh.plan import agreement_histogram
 
     signatures = np.random.default_rng(values * 100 + k).integers(0, values, size=(400, 80))
     histogram = agreement_histogram(signatures)
@@ -164,7 +164,7 @@ def test_expected_candidates_match_the_drawn_tables(values, k, l):  # noqa: E741
 def test_pairwise_histogram_counts_every_pair_once():
     import numpy as np
 
-    from lshsql.plan import agreement_histogram
+    from lshsql.lsh.plan import agreement_histogram
 
     signatures = np.array([[1, 2, 3, 4], [1, 2, 0, 0], [1, 9, 9, 9], [1, 2, 3, 4]])
     # pairs: (0,1) 2, (0,2) 1, (0,3) 4, (1,2) 1, (1,3) 2, (2,3) 1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lshsql.errors import InputError
-from lshsql.sources import Source, iter_records, resolve_sources, sniff_kind
+from lshsql.sources.readers import Source, iter_records, resolve_sources, sniff_kind
 from tests.conftest import (
     html_response,
     plain_records,

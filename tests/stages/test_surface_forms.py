@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lshsql import schemas, sqlfiles
-from lshsql.extract import surface_batch
-from lshsql.text import SurfaceForms, TextOptions, make_normalizer, shingles, words
+from lshsql.sources.extract import surface_batch
+from lshsql.sources.text import SurfaceForms, TextOptions, make_normalizer, shingles, words
 
 
 def test_running_runs_run_count_under_one_stem_with_their_words():

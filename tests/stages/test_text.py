@@ -1,4 +1,4 @@
-"""Tests for lshsql.text: words, the shipped stopword lists, normalization (stopwords, length, stemming)."""
+"""Tests for lshsql.sources.text: words, the shipped stopword lists, normalization (stopwords, length, stemming)."""
 
 import subprocess
 import sys
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lshsql import text
-from lshsql.text import (
+from lshsql.sources import text
+from lshsql.sources.text import (
     LANGUAGES,
     WORD_RE,
     TextOptions,
@@ -240,7 +240,7 @@ def refuse(*args, **kwargs):
 nltk.download = refuse
 nltk.data.find = refuse
 nltk.data.load = refuse
-from lshsql.text import TextOptions, terms
+from lshsql.sources.text import TextOptions, terms
 assert terms("The connections are running") == ["connect", "run"], terms("The connections are running")
 assert terms("Библиотеки и книги, running", TextOptions("ru")) == ["библиотек", "книг", "run"]
 print("ok")

@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
-from lshsql import schemas, sqlfiles, tree
+from lshsql import schemas, sqlfiles
 
 # leaves 10..50; a cycle 10-20-30 (10-30 and the reversed duplicate 20-10 are not in the tree), a tie at
+from lshsql.lsh import tree
+
 # 0.7 (20-30 before 40-50 by u), a self-loop, and 30-40 joining the two groups at 0.3
 LEAVES = [50, 10, 20, 30, 40]
 EDGES = [  # u, v, similarity, level

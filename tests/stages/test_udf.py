@@ -6,10 +6,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql import udf
+from lshsql.engines import udf
 from lshsql.params import PRIME
 
-# Golden vectors: computed once from the definitions in lshsql/udf.py. If one of these changes, every
+# Golden vectors: computed once from the definitions in lshsql/engines/udf.py. If one of these changes, every
 # stored signature changes with it; that is a breaking change, not a test to update.
 GOLDEN_TERMS = {"": 8620854627038688460, "apple": 3189904099500505423, "привет": None}
 GOLDEN_ELEMENTS = {("apple", 1): 1713460870, ("apple", 2): 781746720}

@@ -20,10 +20,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql import __version__, db, manifest, sqlfiles, urls, workdir
-from lshsql.engine import as_engine, materialize_in_parts
+from lshsql import __version__, manifest, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import as_engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError
 from lshsql.pipeline import output_path
+from lshsql.sources import urls
 
 EVAL_DIR = "eval"
 TRUTH_SQL = "70_truth.sql"
@@ -35,8 +37,8 @@ REQUIRED = ("bags", "urls", "candidates", "pairs")
 def register_flattened_bags(con, path: Path) -> None:
     """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
     signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree.
-    `con`: a DuckDB connection or an Engine (lshsql/engine.py)."""
-    from lshsql.engine import as_engine
+    `con`: a DuckDB connection or an Engine (lshsql/engines/base.py)."""
+    from lshsql.engines.base import as_engine
 
     engine = as_engine(con)
     engine.register({"bags_file": str(path)})

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lshsql.errors import InputError
-from lshsql.sources import clean_text, expand_paths, json_object, jsonl_lines
+from lshsql.sources.readers import clean_text, expand_paths, json_object, jsonl_lines
 
 FORMATS = ("auto", "jsonl", "parquet", "reuters")
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lshsql import db, manifest, pipeline, schemas, sqlfiles, workdir
+from lshsql import manifest, pipeline, schemas, sqlfiles, workdir
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import Table, clustering_path, open_work
+from lshsql.tools.explore import Table, clustering_path, open_work
 
 SQL = "90_mirrors.sql"
 SOURCES = ("clusters", "cut")

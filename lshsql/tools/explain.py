@@ -11,9 +11,9 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import find_url, open_work, require_outputs, unreadable
+from lshsql.tools.explore import find_url, open_work, require_outputs, unreadable
 
 TOP = 10
 # What each explanation reads, in the order a run makes them: the first missing one is named.

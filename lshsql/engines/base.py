@@ -1,4 +1,4 @@
-"""The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/spark.py).
+"""The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/engines/spark.py).
 
 The pipeline's runners (lshsql/pipeline/runners.py) call only these operations, so the same Python drives
 a stage, a CENTER round or a connected-components round on either engine:
@@ -18,7 +18,7 @@ a stage, a CENTER round or a connected-components round on either engine:
     band_batch(n_urls, key_bytes)         LSH tables per batch the memory limit holds (Spark: None, all)
     rows_fitting(row_bytes)               rows of that size the memory limit holds (Spark: None, no bound)
 
-Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (lshsql/transpile.py). DuckDBEngine
+Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (engines/transpile.py). DuckDBEngine
 makes exactly the calls the runners made before this module existed, so DuckDB's outputs are unchanged.
 The engine is not a stage parameter: both engines write the same rows (tests/engines/test_spark_run.py), but
 for a 64-bit collision of DuckDB's hashed LSH band keys (sql/macros/band_keys.sql).
@@ -38,7 +38,8 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, sqlfiles
+from lshsql import sqlfiles
+from lshsql.engines import duckdb as db
 from lshsql.errors import ParamError
 
 ENGINES = ("duckdb", "spark")
@@ -111,12 +112,12 @@ class SparkEngine:
         self.spark = spark
 
     def register(self, inputs: dict[str, str | list[str]]) -> None:
-        from lshsql import spark
+        from lshsql.engines import spark
 
         spark.register_inputs(self.spark, inputs)
 
     def materialize(self, sql, params, out, context=None, compression="zstd") -> int:
-        from lshsql import spark
+        from lshsql.engines import spark
 
         rendered = sqlfiles.render(sql, context)
         return spark.materialize(self.spark, rendered, params, out, name=sql.name, compression=compression)
@@ -136,18 +137,18 @@ class SparkEngine:
         return rows
 
     def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
-        from lshsql import spark
+        from lshsql.engines import spark
 
         return spark.materialize(self.spark, query, params, out, table=table, compression=compression)
 
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
-        from lshsql import spark
+        from lshsql.engines import spark
 
         text = sqlfiles.render(sql, context)
         return spark.to_table(self.spark, text, params, table, source=sql.name)
 
     def table(self, name: str, select: str, params: dict | None = None) -> None:
-        from lshsql import spark
+        from lshsql.engines import spark
 
         spark.to_table(self.spark, select, params or {}, name)
 
@@ -159,18 +160,18 @@ class SparkEngine:
         self.table(name, f"select {spec} where false")
 
     def view(self, name: str, select: str, params: dict | None = None) -> None:
-        from lshsql import spark, transpile
+        from lshsql.engines import spark, transpile
 
         tree = transpile.to_spark_tree(select, name)
         spark._run(self.spark, tree, params or {}, name).createOrReplaceTempView(name)  # noqa: SLF001
 
     def scalar(self, query: str, params: dict | None = None):
-        from lshsql import spark
+        from lshsql.engines import spark
 
         return spark.scalar(self.spark, query, params)
 
     def row(self, query: str, params: dict | None = None) -> tuple:
-        from lshsql import spark, transpile
+        from lshsql.engines import spark, transpile
 
         df = spark._run(self.spark, transpile.to_spark_tree(query), params or {}, "query")  # noqa: SLF001
         rows = spark.spark_call("query", lambda: df.limit(1).collect())
@@ -236,7 +237,7 @@ def open_engine(
         return
     if name == "duckdb":
         with db.connect(resources or db.Resources()) as con:
-            from lshsql import udf
+            from lshsql.engines import udf
 
             udf.register(con)
             yield DuckDBEngine(con)
@@ -245,7 +246,7 @@ def open_engine(
         raise ParamError(f"unknown engine '{name}' (engines: {', '.join(ENGINES)})")
     from pyspark.sql import SparkSession
 
-    from lshsql import spark
+    from lshsql.engines import spark
 
     already_running = SparkSession.getActiveSession() is not None  # a caller's session: not ours to stop
     session = spark.session(spark_master, spark_conf)

@@ -1,4 +1,4 @@
-"""The Spark engine: the same stage files as DuckDB, transpiled (lshsql/transpile.py) and run by Spark SQL.
+"""The Spark engine: the same stage files as DuckDB, transpiled (engines/transpile.py) and run by Spark SQL.
 
     spark = session("local[4]")                       # UDFs registered, UTC, ANSI arithmetic
     register_inputs(spark, {"bags": "work/bags.parquet", "urls": "work/urls.parquet"})
@@ -9,7 +9,7 @@ Each stage's output is one ordered Parquet file with the column types of lshsql/
 it, so the engines can take turns on one work folder. Loops (CENTER rounds, connected components) keep
 their tables as checkpointed temp views (`to_table`) driven by the same Python loop as on DuckDB.
 
-The UDFs are the function bodies of lshsql/udf.py, registered as Arrow UDFs (pyarrow arrays in and out;
+The UDFs are the function bodies of engines/udf.py, registered as Arrow UDFs (pyarrow arrays in and out;
 Spark >= 4.1) or, on Spark 3.5 and 4.0, as pandas UDFs around the same bodies. Workers must import lshsql:
 PYSPARK_PYTHON is set to this interpreter for local masters (and left as set for a cluster).
 
@@ -26,7 +26,7 @@ select), linted and transpiled here. The DuckDB calls of a runner map onto it as
                                                               where false", {}, "t")
     db.scalar(con, "<select>")                   ->  scalar(spark, "<select>")
 
-(lshsql/engine.py's SparkEngine makes exactly these calls for the pipeline's runners, CENTER and
+(lshsql/engines/base.py's SparkEngine makes exactly these calls for the pipeline's runners, CENTER and
 components loops included; tests/engines/test_spark_golden.py spells the loops out.) Spark 3.5
 and 4.0 have no WITH RECURSIVE: sql/04_url_aliases.sql stops there with a StageError saying so.
 """
@@ -78,7 +78,7 @@ def session(master: str = "local[*]", conf: dict[str, str] | None = None):
         >>> spark = session("local[2]", {"spark.driver.memory": "4g"})  # doctest: +SKIP
     """
     _require_pyspark()
-    from lshsql import transpile  # noqa: F401 - sqlglot missing: ParamError now, not at the first stage
+    from lshsql.engines import transpile  # noqa: F401 - sqlglot missing: ParamError now, not at the first stage
 
     _require_java()
     local = master.startswith("local")
@@ -188,7 +188,7 @@ def libm_pow(base: pa.Array, exponent: pa.Array) -> pa.Array:
 
 def udfs() -> list[tuple[str, Callable[..., pa.Array], str]]:
     """(SQL name, vectorized body, Spark return type) of every UDF the transpiled stage files may call."""
-    from lshsql import udf
+    from lshsql.engines import udf
 
     return [
         ("lsh_term_hash", udf.term_hash, "bigint"),
@@ -201,7 +201,7 @@ def udfs() -> list[tuple[str, Callable[..., pa.Array], str]]:
 
 
 def register_udfs(spark, arrow: bool | None = None) -> None:
-    """Register the UDFs on a session, with the same bodies as on DuckDB (lshsql/udf.py), so the values are
+    """Register the UDFs on a session, with the same bodies as on DuckDB (engines/udf.py), so the values are
     equal bit for bit. arrow=None: Arrow UDFs where Spark has them (4.1+), else pandas UDFs."""
     from pyspark.sql import functions
 
@@ -264,7 +264,7 @@ def materialize(
 ) -> int:
     """Run a rendered DuckDB stage file on Spark and write its rows as ONE Parquet file; return the rows.
 
-    Lints and transpiles `sql` (lshsql/transpile.py), runs it with spark.sql(query, args=params) (only the
+    Lints and transpiles `sql` (engines/transpile.py), runs it with spark.sql(query, args=params) (only the
     parameters it uses are bound; a missing one is a StageError), casts the columns to the documented types
     of `table` (lshsql/schemas.py; by default the table the stage file `name` writes), and writes one file
     ordered by `order_by` (DuckDB syntax; by default the select's own final ORDER BY): coalesce(1), sorted
@@ -278,7 +278,7 @@ def materialize(
         name: the stage file's name, for error messages ("sql/<name>: ...") and the default `table`.
         table: schema to cast to; None: the `writes` of sql/<name> when that is a stage file.
     """
-    from lshsql import transpile
+    from lshsql.engines import transpile
 
     if compression not in COMPRESSIONS:
         raise StageError(f"unknown compression {compression}")
@@ -319,7 +319,7 @@ def to_table(spark, sql: str, params: dict, name: str, *, source: str | None = N
     depend on the views it was computed from: a round may replace the very view it reads, as
     `insert into t select ...` becomes `to_table(spark, "select * from t union all select ...", {}, "t")`,
     and lineage does not grow with the rounds. `source` names the stage file in error messages."""
-    from lshsql import transpile
+    from lshsql.engines import transpile
 
     label = source or name
     tree = transpile.to_spark_tree(sql, label)
@@ -332,7 +332,7 @@ def to_table(spark, sql: str, params: dict, name: str, *, source: str | None = N
 
 def scalar(spark, sql: str, params: dict | None = None, *, name: str = "query"):
     """The first value of the first row of a DuckDB select run on Spark (None for no rows)."""
-    from lshsql import transpile
+    from lshsql.engines import transpile
 
     df = _run(spark, transpile.to_spark_tree(sql, name), params or {}, name)
     rows = spark_call(name, lambda: df.limit(1).collect())
@@ -342,7 +342,7 @@ def scalar(spark, sql: str, params: dict | None = None, *, name: str = "query"):
 def _run(spark, tree, params: dict, name: str):
     from sqlglot import exp
 
-    from lshsql import transpile
+    from lshsql.engines import transpile
 
     if any(w.args.get("recursive") for w in tree.find_all(exp.With)) and version(spark) < (4, 1):
         raise StageError(
@@ -387,7 +387,7 @@ def _order_expressions(tree, order_by: str | None, name: str) -> list:
     from pyspark.sql import functions
     from sqlglot import exp
 
-    from lshsql import transpile
+    from lshsql.engines import transpile
 
     if order_by is not None:
         if not order_by.strip():

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import udf
+from lshsql.engines import udf
 
 if TYPE_CHECKING:  # params' planner draws the tables too (random_tables)
     from lshsql.params import Params

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lshsql import db
+from lshsql.engines import duckdb as db
 from lshsql.params import (
     CANDIDATE_COST,
     MAX_K,
@@ -153,7 +153,7 @@ def plan(
         >>> plan(0.5).k, plan(0.5).l
         (3, 27)
     """
-    from lshsql import family
+    from lshsql.lsh import family
 
     params = Params(threshold=threshold, num_perm=num_perm, banding=banding, seed=seed)  # validates them
     if not 0 < recall < 1:

@@ -23,10 +23,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import db, labels, manifest, pipeline, schemas, sqlfiles, tree, workdir
-from lshsql.engine import Engine, open_engine
+from lshsql import manifest, pipeline, schemas, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
+from lshsql.lsh import tree
 from lshsql.params import MAX_K, Params
+from lshsql.tools import labels
 
 METHODS = ("lsh", "exact")
 UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
@@ -261,7 +264,7 @@ def _merge_clusters(engine: Engine) -> None:
 
 def _exact_merges(engine: Engine, work: Path, params: HierarchyParams) -> None:
     """Every pair with exact weighted Jaccard >= t of the flattened bags (what --verify measures): an edge."""
-    from lshsql.evaluate import TRUTH_SQL, register_flattened_bags
+    from lshsql.tools.evaluate import TRUTH_SQL, register_flattened_bags
 
     n_urls = engine.scalar("select count(*) from signatures")
     if n_urls > MAX_EXACT_URLS:

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lshsql import db, manifest, schemas, workdir
-from lshsql.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
-from lshsql.engine import open_engine
+from lshsql import manifest, schemas, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
-from lshsql.extract import (
+from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
+from lshsql.sources.extract import (
     RAW_TABLES,
     Progress,
     _count,
@@ -32,8 +33,8 @@ from lshsql.extract import (
     surface_batch,
     write_raw_tables,
 )
-from lshsql.sources import path_text
-from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, words
+from lshsql.sources.readers import path_text
+from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, words
 
 TABLES = (*RAW_TABLES, "labels")
 LABELS_RAW = pa.schema([("record_id", pa.int64()), ("url", pa.string()), ("label", pa.string())])

@@ -31,12 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from lshsql import db, manifest, schemas, sqlfiles, urls, workdir
-from lshsql.anchors import parse_page, sniff_skip_reason
-from lshsql.engine import ENGINES, Engine, open_engine
+from lshsql import manifest, schemas, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
-from lshsql.sources import Record, Source, iter_records, path_text, resolve_sources
-from lshsql.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
+from lshsql.sources import urls
+from lshsql.sources.anchors import parse_page, sniff_skip_reason
+from lshsql.sources.readers import Record, Source, iter_records, path_text, resolve_sources
+from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
 
 RAW_TABLES = ("pages", "links", "fragments", "surface_forms")
 # Per page whose <a href> went over --max-links: how many were not extracted (read before the raw tables
@@ -370,7 +372,7 @@ def _on_spark(engine: str | Engine) -> bool:
 
 def _parse_on_spark(spark, sources: list[Source], params: ExtractParams, raw_dir: Path) -> int:
     """Parse the files on Spark's executors, one task per file (`parse_file`); the records read."""
-    from lshsql.spark import spark_call, version
+    from lshsql.engines.spark import spark_call, version
 
     if version(spark) < (4, 1):  # before parsing a crawl for nothing
         raise ParamError(

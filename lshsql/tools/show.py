@@ -18,9 +18,12 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import db, manifest, sources, urls
+from lshsql import manifest
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.explore import Table, canonical, clustering_path, find_url, open_work
+from lshsql.sources import readers as sources
+from lshsql.sources import urls
+from lshsql.tools.explore import Table, canonical, clustering_path, find_url, open_work
 
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
@@ -101,7 +104,7 @@ def stored_html(
     resources: db.Resources | None = None,
 ) -> str:
     """The stored HTML of a used page, read again from its crawl file at its source_offset and decoded as
-    extraction decoded it (lshsql.anchors.decode_html with the HTTP Content-Type); for JSON Lines the html
+    extraction decoded it (anchors.decode_html with the HTTP Content-Type); for JSON Lines the html
     field as written. With `cluster`, the URL must be one of its members.
 
     Example:
@@ -218,7 +221,7 @@ def _same_url(raw: str | None, url: str, options: urls.UrlOptions) -> bool:
 
 
 def _decode(body: bytes, content_type: str | None) -> str:
-    from lshsql.anchors import decode_html
+    from lshsql.sources.anchors import decode_html
 
     return decode_html(body, content_type)[0]
 

@@ -17,9 +17,13 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lshsql import db, labels, manifest, pipeline, sqlfiles, udf, urls, workdir
+from lshsql import manifest, pipeline, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines import udf
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
+from lshsql.sources import urls
+from lshsql.tools import labels
 
 UNIT_STAGES = (
     "term_counts",

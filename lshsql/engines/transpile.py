@@ -1,7 +1,7 @@
 """DuckDB stage SQL -> Spark SQL: sqlglot's transpiler, then a small pass of fix-ups, and a lint that
 refuses what would not run the same.
 
-The stage files in `sql/` are written for DuckDB. The Spark engine (lshsql/spark.py) runs the same files:
+The stage files in `sql/` are written for DuckDB. The Spark engine (engines/spark.py) runs the same files:
 `to_spark` parses a rendered file with sqlglot (DuckDB dialect), applies the fix-ups below to the syntax
 tree and writes it in the Spark dialect. Each fix-up is one small function that makes one construct give
 the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows each one's input and output):
@@ -19,7 +19,7 @@ the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows eac
     fix_division            `/` is DOUBLE division in DuckDB, DECIMAL division in Spark for DECIMAL operands
     fix_libm_functions      ln, exp, pow: Spark uses Java's StrictMath (fdlibm), DuckDB the C library; 1 in 30
                             results differ in the last bit, so Spark calls lsh_ln, lsh_exp, lsh_pow (Arrow
-                            UDFs on the C library, lshsql/spark.py)
+                            UDFs on the C library, lshsql/engines/spark.py)
     fix_decimal_casts       DuckDB casts DOUBLE to DECIMAL(p, s) as round-half-away(x * 10^s), Spark rounds
                             the shortest decimal text of x: the DuckDB arithmetic, spelled out
 
@@ -73,7 +73,7 @@ REFUSED_TYPES = {
     exp.DataType.Type.INT256,
 }
 RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)
-# Spark UDFs on the C library's functions (lshsql/spark.py registers them), by the node sqlglot parses to.
+# Spark UDFs on the C library's functions (engines/spark.py registers them), by the node sqlglot parses to.
 LIBM_UDFS: dict[type[exp.Expression], str] = {exp.Ln: "lsh_ln", exp.Exp: "lsh_exp", exp.Pow: "lsh_pow"}
 FLOAT_FUNCTIONS = (exp.Ln, exp.Exp, exp.Pow, exp.Sqrt, exp.Div)
 TRANSCENDENTAL = (
@@ -252,7 +252,7 @@ def fix_division(tree: exp.Expression) -> exp.Expression:
 def fix_libm_functions(tree: exp.Expression) -> exp.Expression:
     """`ln(x)`, `exp(x)`, `pow(x, y)` -> `lsh_ln(x)`, `lsh_exp(x)`, `lsh_pow(x, y)`. Spark computes them with
     Java's StrictMath, DuckDB with the C library: ln differs in the last bit for about 1 value in 30, which
-    changes TF-IDF weights. The UDFs (lshsql/spark.py) call the C library through Arrow compute, as DuckDB."""
+    changes TF-IDF weights. The UDFs (spark.py) call the C library through Arrow compute, as DuckDB."""
     for node in _postorder(tree, *LIBM_UDFS):
         args = [node.this] + ([node.expression] if isinstance(node, exp.Pow) else [])
         args = [a.copy() if kind(a) == "float" else _cast(a.copy(), "DOUBLE") for a in args]

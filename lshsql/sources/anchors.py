@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import lxml.html
 from lxml import etree
 
-from lshsql import urls
-from lshsql.text import WORD_RE
-from lshsql.text import words as words_of
+from lshsql.sources import urls
+from lshsql.sources.text import WORD_RE
+from lshsql.sources.text import words as words_of
 
 DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object", "svg"})
 # Elements that do not break a word: "<b>data</b>base" reads as one word, like a browser shows it.

@@ -22,10 +22,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from lshsql import __version__, db, explore, manifest, workdir
+from lshsql import __version__, manifest, workdir
+from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
 from lshsql.params import collision_probability, tables_recall
 from lshsql.pipeline import output_path
+from lshsql.tools import explore
 
 REPORT = "report.html"
 EVAL = Path("eval") / "eval.json"

@@ -1,0 +1,1 @@
+"""The min-hash family, the LSH S-curve planner and the single-link cluster tree."""

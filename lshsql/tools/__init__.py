@@ -1,0 +1,1 @@
+"""Commands that read a finished run: explore, explain, show, evaluate, report, hierarchy, mirrors."""
