@@ -1,6 +1,6 @@
 """Plain documents -> a stream of `Document`s: JSON Lines, Parquet and Reuters-21578 SGML files.
 
-The counterpart of sources.py for `lshsql ingest`: every record read is yielded once, with its text or the
+The counterpart of readers.py for `lshsql ingest`: every record read is yielded once, with its text or the
 reason it is skipped, so the stage can account for all of them. Readers stream (JSON Lines by line, Parquet
 by record batch, SGML by <REUTERS> element) so memory does not grow with the size of a file.
 """
@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lshsql.errors import InputError
-from lshsql.sources.readers import clean_text, expand_paths, json_object, jsonl_lines
+from lshsql.errors import InputError, one_line
+from lshsql.sources.jsonl import json_object, jsonl_lines
+from lshsql.sources.readers import expand_paths
+from lshsql.sources.records import clean_text
 
 FORMATS = ("auto", "jsonl", "parquet", "reuters")
 DOCUMENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet", ".pq", ".sgm", ".sgml")
@@ -103,7 +105,7 @@ def iter_documents(source: DocSource, id_column: str = "id", text_column: str = 
     try:
         yield from records
     except (OSError, EOFError, zlib.error, pa.ArrowException) as e:
-        raise InputError(f"{source.path}: cannot be read: {' '.join(str(e).split())[:200]}") from None
+        raise InputError(f"{source.path}: cannot be read: {one_line(e, 200)}") from None
 
 
 # --- JSON Lines and Parquet ---------------------------------------------------------------------------
@@ -112,7 +114,7 @@ def iter_documents(source: DocSource, id_column: str = "id", text_column: str = 
 def _iter_jsonl(path: str, id_column: str, text_column: str) -> Iterator[Document]:
     """One Document per non-blank line; offsets are in the decompressed stream for a gzipped file. A file
     cut (or corrupt) after its first line keeps the documents before the break and ends with one
-    `read_error` record (sources.jsonl_lines)."""
+    `read_error` record (jsonl.jsonl_lines)."""
     for offset, line in jsonl_lines(path):
         if line is None:
             yield Document(None, "unreadable", path, offset, skip_reason="read_error")
@@ -132,7 +134,7 @@ def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Docum
     try:
         parquet = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
-        raise InputError(f"{path}: not a readable Parquet file: {' '.join(str(e).split())[:200]}") from None
+        raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
     names = parquet.schema_arrow.names
     missing = [c for c in (id_column, text_column) if c not in names]
     if missing:

@@ -1,9 +1,9 @@
 """Stage `extract`: crawl -> DIR/pages.parquet, DIR/links.parquet, DIR/fragments/bucket=<i>/data.parquet.
 
-The main process reads records (sources.py) and hands batches of pages to a pool of worker processes,
-which parse them (anchors.py) and return Arrow batches; the main process streams those to intermediate
-Parquet. DuckDB then resolves duplicate captures and writes the final, ordered tables (sql/01..05), so
-the outputs are byte-identical whatever the number of workers.
+The main process reads records (readers.py) and hands batches of pages to a pool of worker processes
+(workers.py), which parse them (parse.py, anchors.py) and return Arrow batches; the main process streams
+those to intermediate Parquet. DuckDB then resolves duplicate captures and writes the final, ordered tables
+(sql/01..05, final_tables.py), so the outputs are byte-identical whatever the number of workers.
 
 With engine="spark" the input files are spread over Spark's executors instead, one task per file
 (`parse_file`, the same reading and parsing), each writing its intermediate Parquet to the work folder,
@@ -13,39 +13,25 @@ and Spark runs sql/01..05: the same rows as DuckDB writes.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import os
-import shutil
-import signal
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-import xxhash
-
-from lshsql import manifest, schemas, sqlfiles, workdir
+from lshsql import manifest, schemas, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import urls
-from lshsql.sources.anchors import parse_page, sniff_skip_reason
-from lshsql.sources.readers import Record, Source, iter_records, path_text, resolve_sources
-from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer
-
-RAW_TABLES = ("pages", "links", "fragments", "surface_forms")
-# Per page whose <a href> went over --max-links: how many were not extracted (read before the raw tables
-# are removed, for the summary and the manifest; no final table).
-OVER_CAP_TABLE = "links_over_cap"
-OVER_CAP_SCHEMA = pa.schema([("record_id", pa.int64()), ("links_over_cap", pa.int64())])
-Progress = Callable[[int, int], None]
+from lshsql.sources.batches import RAW_TABLES, grouped, numbered
+from lshsql.sources.final_tables import count_rows, finalize, input_files, publish
+from lshsql.sources.parse import OVER_CAP_SCHEMA, OVER_CAP_TABLE, parse_batch, skipped_rows
+from lshsql.sources.readers import Source, iter_records, resolve_sources
+from lshsql.sources.text import LANGUAGES, TextOptions
+from lshsql.sources.workers import Progress, write_raw_tables
 
 
 @dataclass(frozen=True)
@@ -203,18 +189,16 @@ def _extract(
                 n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
-            _finalize(stage_engine, raw_dir, staged, params.buckets)
+            finalize(stage_engine, raw_dir, staged, params.buckets)
         with db.connect(resources) as con:
-            summary = _count(con, staged)
+            counts = count_rows(con, staged)
             over_cap = _links_over_cap(con, raw_dir, staged)
         summary = ExtractSummary(
-            **{
-                **summary.__dict__,
-                **over_cap,
-                "work": work,
-                "seconds": time.perf_counter() - started,
-                "files": [s.path for s in sources],
-            }
+            work=work,
+            **counts,
+            **over_cap,
+            seconds=time.perf_counter() - started,
+            files=[s.path for s in sources],
         )
         _record(work, staged, sources, params, summary)
     if summary.pages_used == 0:
@@ -258,7 +242,7 @@ def _write_raw(
     return write_raw_tables(
         _batches(sources, params),
         partial(parse_batch, params=params),
-        partial(_skipped_rows, url_options=params.url_options()),
+        partial(skipped_rows, url_options=params.url_options()),
         lambda record: len(record.body),
         {**{t: schemas.raw_schema(t) for t in RAW_TABLES}, OVER_CAP_TABLE: OVER_CAP_SCHEMA},
         raw_dir,
@@ -267,94 +251,12 @@ def _write_raw(
     )
 
 
-def write_raw_tables(
-    batches: Iterator[tuple[list, list]],
-    parse: Callable[[list], tuple[pa.RecordBatch, ...]],
-    skipped_rows: Callable[[list], tuple[pa.RecordBatch, ...]],
-    size_of: Callable[[object], int],
-    tables: dict[str, pa.Schema],
-    raw_dir: Path,
-    workers: int,
-    progress: Progress | None,
-) -> int:
-    """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
-    pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded) and their
-    rows streamed, in input order, to raw_dir/<table>.parquet; returns the number of records read. `parse`
-    must be picklable (a module-level function or a partial of one)."""
-    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
-    pool = (
-        ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
-        if workers > 1
-        else None
-    )
-    pending: deque[Future | tuple] = deque()
-    n_read = n_size = 0
-
-    def write(batches: tuple[pa.RecordBatch, ...]) -> None:
-        for table, batch in zip(tables, batches, strict=True):
-            if batch.num_rows:
-                writers[table].write_batch(batch)
-
-    try:
-        for batch, skipped in batches:
-            n_read += len(batch) + len(skipped)
-            n_size += sum(size_of(record) for _, record in batch)
-            if skipped:
-                write(skipped_rows(skipped))
-            if batch:
-                pending.append(pool.submit(parse, batch) if pool else parse(batch))
-            while len(pending) > 2 * workers:
-                write(_result(pending.popleft()))
-            if progress:
-                progress(n_read, n_size)
-        while pending:
-            write(_result(pending.popleft()))
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-        for writer in writers.values():
-            writer.close()
-    return n_read
-
-
-def die_with_parent(parent: int) -> None:
-    """In a worker process: be killed when the main process dies, by any signal (kill -9 too), rather
-    than parse on for nobody. Linux's PR_SET_PDEATHSIG; elsewhere workers end when their queue closes."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-
-
-PR_SET_PDEATHSIG = 1
-
-
-def _result(item: Future | tuple) -> tuple:
-    return item.result() if isinstance(item, Future) else item
-
-
 def _batches(sources: list[tuple[int, Source]], params: ExtractParams) -> Iterator[tuple[list, list]]:
-    """Group records into (pages to parse, records skipped while reading), each with its record_id: the
-    file's number in the whole input (high 32 bits) and the record's number in its file."""
-    batch: list[tuple[int, Record]] = []
-    skipped: list[tuple[int, Record]] = []
-    size = 0
-    for file_no, source in sources:
-        for record_no, record in enumerate(iter_records(source, params.max_page_bytes)):
-            item = ((file_no << 32) | record_no, record)
-            if record.skip_reason:
-                skipped.append(item)
-            else:
-                batch.append(item)
-                size += len(record.body)
-            if len(batch) >= params.batch_records or size >= 64 * 2**20 or len(skipped) >= 4096:
-                yield batch, skipped
-                batch, skipped, size = [], [], 0
-    if batch or skipped:
-        yield batch, skipped
+    """Group records into (pages to parse, records skipped while reading), each with its record_id
+    (batches.numbered); a batch holds at most params.batch_records pages and 64 MiB of HTML."""
+    records = numbered(sources, lambda source: iter_records(source, params.max_page_bytes))
+    items = ((item, None if item[1].skip_reason else len(item[1].body)) for item in records)
+    return grouped(items, params.batch_records, 64 * 2**20)
 
 
 def _on_spark(engine: str | Engine) -> bool:
@@ -416,280 +318,9 @@ def parse_file(
         return 0, f"{e.filename or source.path}: {e.strerror or e}"
 
 
-def _skipped_rows(
-    items: list[tuple[int, Record]], url_options: urls.UrlOptions
-) -> tuple[pa.RecordBatch, ...]:
-    pages = _Rows("pages")
-    for record_id, record in items:
-        url = _canonical_or_raw(record.url, url_options)
-        redirect = _redirect_url(record, url_options)
-        pages.add_page(record_id, record, url, record.skip_reason, redirect_url=redirect)
-    no_links = (_Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None))
-    return pages.batch(), *no_links, pa.RecordBatch.from_pylist([], schema=OVER_CAP_SCHEMA)
-
-
-def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple[pa.RecordBatch, ...]:
-    """Parse a batch of pages (runs in a worker process); returns raw pages, links, fragments, the
-    batch's surface forms (how often each word was normalized into each term) and the pages' links over
-    params.max_links_per_page."""
-    normalize = SurfaceForms(params.text_options())
-    url_options = params.url_options()
-    pages, links, fragments = _Rows("pages"), _Rows("links"), _Rows("fragments")
-    over_cap: dict[str, list[int]] = {"record_id": [], "links_over_cap": []}
-    for record_id, record in items:
-        try:
-            url = urls.canonicalize(record.url.strip("<> "), url_options)
-        except (urls.UrlError, AttributeError):
-            pages.add_page(record_id, record, record.url, "invalid_url")
-            continue
-        reason = sniff_skip_reason(record.body)
-        if reason:
-            pages.add_page(record_id, record, url, reason)
-            continue
-        try:
-            page = parse_page(
-                record.body,
-                url,
-                record.content_type,
-                params.window,
-                url_options,
-                params.content,
-                params.max_links_per_page,
-            )
-        except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
-            pages.add_page(record_id, record, url, "parse_error")
-            continue
-        n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
-        if page.links_over_cap:
-            over_cap["record_id"].append(record_id)
-            over_cap["links_over_cap"].append(page.links_over_cap)
-        pages.add_page(
-            record_id, record, url, None, page.title, page.encoding, n_out, canonical_url=page.canonical_url
-        )
-        fragments.add_fragment(record_id, url, "title", url, 0, normalize(page.title_words), params.buckets)
-        if params.content:
-            fragments.add_fragment(record_id, url, "content", url, 0, normalize(page.words), params.buckets)
-    over_cap_batch = pa.RecordBatch.from_pydict(over_cap, schema=OVER_CAP_SCHEMA)
-    return pages.batch(), links.batch(), fragments.batch(), surface_batch(normalize), over_cap_batch
-
-
-def surface_batch(forms: SurfaceForms | None) -> pa.RecordBatch:
-    """The (term, word, n) rows a batch's SurfaceForms counted, as raw surface_forms (none for None)."""
-    rows = forms.rows() if forms is not None else []
-    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], []]
-    return pa.RecordBatch.from_arrays(columns, schema=schemas.raw_schema("surface_forms"))
-
-
-def _add_links(
-    links: _Rows,
-    fragments: _Rows,
-    record_id: int,
-    url: str,
-    page_links: list,
-    normalize: Callable[[list[str]], list[str]],
-    buckets: int,
-) -> int:
-    n_out = 0
-    for position, link in enumerate(page_links):
-        internal = None
-        if link.target_url:
-            n_out += 1
-            internal = urls.is_internal(url, link.target_url)
-            terms = normalize(link.before + link.anchor + link.after)
-            fragments.add_fragment(record_id, link.target_url, "anchor", url, position, terms, buckets)
-        links.add(
-            record_id=record_id,
-            source_url=url,
-            position=position,
-            href=link.href,
-            target_url=link.target_url,
-            is_internal=internal,
-            anchor_text=link.anchor_text,
-            skip_reason=link.skip_reason,
-        )
-    return n_out
-
-
-@cache
-def _normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
-    return make_normalizer(options)
-
-
-def _canonical_or_raw(url: str | None, url_options: urls.UrlOptions) -> str | None:
-    if url is None:
-        return None
-    try:
-        return urls.canonicalize(url.strip("<> "), url_options)
-    except urls.UrlError:
-        return url
-
-
-def _redirect_url(record: Record, url_options: urls.UrlOptions) -> str | None:
-    """Where a redirect record points: its Location resolved against its URL and canonicalized like a link
-    target; None for other records, or when either URL cannot be canonicalized."""
-    if record.location is None or record.url is None:
-        return None
-    try:
-        url = urls.canonicalize(record.url.strip("<> "), url_options)
-        return urls.resolve(record.location, url, url_options)
-    except urls.UrlError:
-        return None
-
-
-def bucket_of(url: str, buckets: int) -> int:
-    """The paper's on-disk bucket of a URL: xxh64 (seed 0) of its UTF-8 bytes, modulo M."""
-    return xxhash.xxh64_intdigest(url.encode("utf-8")) % buckets
-
-
-def parse_warc_date(value: str | None) -> datetime | None:
-    """WARC-Date (ISO 8601, 'Z') or an ARC date (YYYYmmddHHMMSS) as an aware UTC datetime."""
-    if not value:
-        return None
-    try:
-        if value.isdigit():
-            return datetime.strptime(value[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-class _Rows:
-    """Column lists for one raw table, turned into one Arrow batch."""
-
-    def __init__(self, table: str) -> None:
-        self.schema = schemas.raw_schema(table)
-        self.columns: dict[str, list] = {name: [] for name in self.schema.names}
-
-    def add(self, **row) -> None:
-        for name, column in self.columns.items():
-            column.append(row[name])
-
-    def add_page(
-        self,
-        record_id: int,
-        record: Record,
-        url: str | None,
-        reason: str | None,
-        title: str | None = None,
-        encoding: str | None = None,
-        n_out_links: int | None = None,
-        redirect_url: str | None = None,
-        canonical_url: str | None = None,
-    ) -> None:
-        self.add(
-            record_id=record_id,
-            url=url,
-            record_type=record.record_type,
-            warc_date=parse_warc_date(record.warc_date),
-            status=record.status,
-            content_type=record.content_type,
-            encoding=encoding,
-            n_bytes=record.n_bytes,
-            title=title,
-            n_out_links=n_out_links,
-            source_file=path_text(record.source_file),
-            source_offset=record.source_offset,
-            skip_reason=reason,
-            redirect_url=redirect_url,
-            canonical_url=canonical_url,
-        )
-
-    def add_fragment(
-        self,
-        record_id: int,
-        url: str,
-        kind: str,
-        source_url: str,
-        position: int,
-        terms: list[str],
-        buckets: int,
-    ) -> None:
-        self.add(
-            record_id=record_id,
-            url=url,
-            bucket=bucket_of(url, buckets),
-            kind=kind,
-            source_url=source_url,
-            position=position,
-            terms=terms,
-        )
-
-    def batch(self) -> pa.RecordBatch:
-        return pa.RecordBatch.from_pydict(self.columns, schema=self.schema)
-
-
-# --- finishing: sql/01..05 on the engine ---------------------------------------------------------
-
-
-def _finalize(engine: Engine, raw_dir: Path, work: Path, buckets: int) -> None:
-    """Resolve duplicate captures and write the ordered final tables (on either engine)."""
-    engine.register({f"{t}_raw": sorted(str(p) for p in raw_dir.glob(f"**/{t}.parquet")) for t in RAW_TABLES})
-    engine.materialize(sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
-    engine.register({"pages": str(work / "pages.parquet")})
-    engine.materialize(sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
-    shutil.rmtree(work / "fragments", ignore_errors=True)
-    engine.materialize_partitioned(
-        sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
-    )
-    engine.register({"links": str(work / "links.parquet")})
-    engine.materialize(sqlfiles.load("04_url_aliases.sql"), {}, work / "url_aliases.parquet")
-    engine.materialize(sqlfiles.load("05_surface_forms.sql"), {}, work / "surface_forms.parquet")
-    for table in ("pages", "links", "url_aliases", "surface_forms"):
-        schemas.validate(work / f"{table}.parquet", table)
-
-
-def _count(con, work: Path) -> ExtractSummary:
-    pages = con.execute(
-        "select skip_reason, count(*), sum(n_bytes) from read_parquet($p) group by all",
-        {"p": str(work / "pages.parquet")},
-    ).fetchall()
-    links = con.execute(
-        "select skip_reason, is_internal, count(*) from read_parquet($p) group by all",
-        {"p": str(work / "links.parquet")},
-    ).fetchall()
-    fragment_files = workdir.fragment_files(work)
-    fragments = con.execute(
-        "select kind, count(*) from read_parquet($p) group by all", {"p": fragment_files}
-    ).fetchall()
-    n_urls = db.scalar(con, "select count(distinct url) from read_parquet($p)", {"p": fragment_files})
-    aliases = con.execute(
-        "select kind, count(*), sum(links_collapsed) from read_parquet($p) group by all order by kind",
-        {"p": str(work / "url_aliases.parquet")},
-    ).fetchall()
-    skipped = {reason: n for reason, n, _ in pages if reason}
-    used = [(n, size) for reason, n, size in pages if not reason]
-    link_counts = Counter({(reason, internal): n for reason, internal, n in links})
-    return ExtractSummary(
-        work=work,
-        records_read=sum(n for _, n, _ in pages),
-        pages_used=sum(n for n, _ in used),
-        skipped=skipped,
-        html_bytes=int(sum(size or 0 for _, size in used)),
-        links=sum(link_counts.values()),
-        links_internal=link_counts[(None, True)],
-        links_external=link_counts[(None, False)],
-        links_skipped={reason: n for (reason, _), n in link_counts.items() if reason},
-        fragments=dict(fragments),
-        urls_described=n_urls,
-        aliases={kind: n for kind, n, _ in aliases},
-        links_collapsed=int(sum(n for _, _, n in aliases)),
-    )
-
-
-def _inputs(sources: list[Source]) -> list[dict]:
-    inputs = []
-    for source in sources:
-        stat = Path(source.path).stat()
-        inputs.append(
-            {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}
-        )
-    return inputs
-
-
 def fingerprint(sources: list[Source], params: ExtractParams) -> str:
     """What the extract output depends on: the parameters and each input's path, size and mtime."""
-    data = {"params": params.to_json(), "inputs": _inputs(sources)}
+    data = {"params": params.to_json(), "inputs": input_files(sources)}
     return manifest.fingerprint(data)
 
 
@@ -715,13 +346,9 @@ def _record(
     work: Path, staged: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary
 ) -> None:
     """Switch the staged tables in and record the manifest's extract entry (with every file's size)."""
-    counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
     entry = {
         "fingerprint": fingerprint(sources, params),
         "params": params.to_json(),
         "extra_stopword_words": sorted(params.extra_stopwords),  # params keep a digest; run reuses them
-        "inputs": _inputs(sources),
-        "counts": counts,
-        "seconds": round(summary.seconds, 3),
     }
-    workdir.publish_extraction(work, staged, workdir.EXTRACT_TABLES, entry)
+    publish(work, staged, workdir.EXTRACT_TABLES, entry, input_files(sources), summary)

@@ -2,17 +2,18 @@
 
 Documents (JSON Lines, Parquet, Reuters-21578 SGML; documents.py) take the place of pages: a document's id
 is its url, its text one 'content' fragment and its title one 'title' fragment, so `lshsql run --work DIR`
-works unchanged afterwards. The machinery is extract's: worker processes normalize batches into raw
-Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs and write ordered, byte-identical tables.
+works unchanged afterwards. The machinery is extract's (workers.py, batches.py, final_tables.py): worker
+processes normalize batches into raw Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs
+and write ordered, byte-identical tables.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,20 +22,12 @@ from lshsql import manifest, schemas, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
+from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_batch
 from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
-from lshsql.sources.extract import (
-    RAW_TABLES,
-    Progress,
-    _count,
-    _finalize,
-    _inputs,
-    _normalizer,
-    _Rows,
-    surface_batch,
-    write_raw_tables,
-)
-from lshsql.sources.readers import path_text
-from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, words
+from lshsql.sources.final_tables import count_rows, finalize, input_files, publish
+from lshsql.sources.records import path_text
+from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer, words
+from lshsql.sources.workers import Progress, write_raw_tables
 
 TABLES = (*RAW_TABLES, "labels")
 LABELS_RAW = pa.schema([("record_id", pa.int64()), ("url", pa.string()), ("label", pa.string())])
@@ -198,17 +191,17 @@ def _ingest_into(
     if n_read == 0:
         raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
     with open_engine("duckdb", resources) as engine:
-        _finalize(engine, raw_dir, staged, params.buckets)
-        counts = _count(engine.con, staged)
+        finalize(engine, raw_dir, staged, params.buckets)
+        counts = count_rows(engine.con, staged)
         labels = _write_labels(engine.con, raw_dir, staged)
     return IngestSummary(
         work=work,
-        records_read=counts.records_read,
-        pages_used=counts.pages_used,
-        skipped=counts.skipped,
-        text_bytes=counts.html_bytes,
-        fragments=counts.fragments,
-        urls_described=counts.urls_described,
+        records_read=counts["records_read"],
+        pages_used=counts["pages_used"],
+        skipped=counts["skipped"],
+        text_bytes=counts["html_bytes"],
+        fragments=counts["fragments"],
+        urls_described=counts["urls_described"],
         labels=labels[0],
         labelled_documents=labels[1],
         distinct_labels=labels[2],
@@ -254,30 +247,33 @@ def _normalize_all(
 
 
 def _batches(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[list, list]]:
-    """Group records into (documents to normalize, documents skipped), each with its record_id. The limit
-    and --require-label are applied here, in input order, so the choice does not depend on the workers."""
-    batch: list[tuple[int, Document]] = []
-    skipped: list[tuple[int, Document, int]] = []  # (record_id, document without its text, n_bytes)
-    size = used = 0
-    for file_no, source in enumerate(sources):
-        for record_no, doc in enumerate(iter_documents(source, params.id_column, params.text_column)):
-            record_id = (file_no << 32) | record_no
-            reason = doc.skip_reason
-            if reason is None and params.require_label and not doc.labels:
-                reason = "no_label"
-            elif reason is None and params.limit is not None and used >= params.limit:
-                reason = "over_limit"
-            if reason:
-                skipped.append((record_id, replace(doc, text=None, skip_reason=reason), _n_bytes(doc)))
-            else:
-                used += 1
-                batch.append((record_id, doc))
-                size += len(doc.text or "")
-            if len(batch) >= params.batch_records or size >= 32 * 2**20 or len(skipped) >= 4096:
-                yield batch, skipped
-                batch, skipped, size = [], [], 0
-    if batch or skipped:
-        yield batch, skipped
+    """Group records into (documents to normalize, documents skipped), each with its record_id
+    (batches.numbered); a batch holds at most params.batch_records documents and 32 Mi characters of text."""
+    return grouped(_sized(sources, params), params.batch_records, 32 * 2**20)
+
+
+def _sized(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[tuple, int | None]]:
+    """Each document as (record_id, document) with its characters of text, or, skipped, as (record_id,
+    document without its text, n_bytes) with None. The limit and --require-label are applied here, in
+    input order, so the choice does not depend on the workers."""
+    used = 0
+    read = partial(iter_documents, id_column=params.id_column, text_column=params.text_column)
+    for record_id, doc in numbered(enumerate(sources), read):
+        reason = doc.skip_reason
+        if reason is None and params.require_label and not doc.labels:
+            reason = "no_label"
+        elif reason is None and params.limit is not None and used >= params.limit:
+            reason = "over_limit"
+        if reason:
+            yield (record_id, replace(doc, text=None, skip_reason=reason), _n_bytes(doc)), None
+        else:
+            used += 1
+            yield (record_id, doc), len(doc.text or "")
+
+
+@cache
+def _normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
+    return make_normalizer(options)
 
 
 def _n_bytes(doc: Document) -> int:
@@ -285,10 +281,10 @@ def _n_bytes(doc: Document) -> int:
 
 
 def _skipped_rows(items: list[tuple[int, Document, int]]) -> tuple[pa.RecordBatch, ...]:
-    pages = _Rows("pages")
+    pages = Rows("pages")
     for record_id, doc, n_bytes in items:
         _add_page(pages, record_id, doc, n_bytes)
-    empty = (_Rows("links").batch(), _Rows("fragments").batch(), surface_batch(None), _labels_batch([]))
+    empty = (Rows("links").batch(), Rows("fragments").batch(), surface_batch(None), _labels_batch([]))
     return pages.batch(), *empty
 
 
@@ -296,7 +292,7 @@ def normalize_batch(items: list[tuple[int, Document]], params: IngestParams) -> 
     """Terms of a batch of documents (in a worker process): raw pages, links (none), fragments, surface
     forms (how often each word, or shingle of words, was normalized into each term) and labels."""
     normalize = SurfaceForms(params.text_options())
-    pages, fragments = _Rows("pages"), _Rows("fragments")
+    pages, fragments = Rows("pages"), Rows("fragments")
     labels: list[tuple[int, str, str]] = []
     for record_id, doc in items:
         _add_page(pages, record_id, doc, _n_bytes(doc))
@@ -309,10 +305,10 @@ def normalize_batch(items: list[tuple[int, Document]], params: IngestParams) -> 
                 fragments.add_fragment(record_id, doc.id, kind, doc.id, 0, terms, params.buckets)
         labels.extend((record_id, doc.id, label) for label in doc.labels)
     surface = surface_batch(normalize)
-    return pages.batch(), _Rows("links").batch(), fragments.batch(), surface, _labels_batch(labels)
+    return pages.batch(), Rows("links").batch(), fragments.batch(), surface, _labels_batch(labels)
 
 
-def _add_page(pages: _Rows, record_id: int, doc: Document, n_bytes: int) -> None:
+def _add_page(pages: Rows, record_id: int, doc: Document, n_bytes: int) -> None:
     pages.add(
         record_id=record_id,
         url=doc.id,
@@ -353,7 +349,7 @@ def _write_labels(con, raw_dir: Path, work: Path) -> tuple[int, int, int]:
 
 def fingerprint(sources: list[DocSource], params: IngestParams) -> str:
     """What the ingest output depends on: the parameters and each input's path, format, size and mtime."""
-    data = {"kind": "documents", "params": params.to_json(), "inputs": _inputs(sources)}
+    data = {"kind": "documents", "params": params.to_json(), "inputs": input_files(sources)}
     return manifest.fingerprint(data)
 
 
@@ -362,13 +358,5 @@ def _record(
 ) -> None:
     """Switch the staged tables in; the manifest's 'extract' entry, as extract writes it, marked kind
     'documents'."""
-    counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
-    entry = {
-        "fingerprint": fingerprint(sources, params),
-        "kind": "documents",
-        "params": params.to_json(),
-        "inputs": _inputs(sources),
-        "counts": counts,
-        "seconds": round(summary.seconds, 3),
-    }
-    workdir.publish_extraction(work, staged, workdir.INGEST_TABLES, entry)
+    entry = {"fingerprint": fingerprint(sources, params), "kind": "documents", "params": params.to_json()}
+    publish(work, staged, workdir.INGEST_TABLES, entry, input_files(sources), summary)

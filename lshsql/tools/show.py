@@ -20,9 +20,9 @@ import duckdb
 
 from lshsql import manifest
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError, ParamError
-from lshsql.sources import readers as sources
+from lshsql.errors import InputError, ParamError, one_line
 from lshsql.sources import urls
+from lshsql.sources.jsonl import is_gzip
 from lshsql.tools.explore import Table, canonical, clustering_path, find_url, open_work
 
 NOT_FETCHED = "(not fetched)"
@@ -144,7 +144,7 @@ def read_stored(page: StoredPage, options: urls.UrlOptions | None = None) -> str
             return _jsonl_html(page, options)
         return _warc_html(page, options)
     except OSError as e:
-        raise InputError(f"{page.source_file}: cannot read: {' '.join(str(e).split())}") from None
+        raise InputError(f"{page.source_file}: cannot read: {one_line(e)}") from None
 
 
 # --- looking up ---------------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def _decode(body: bytes, content_type: str | None) -> str:
 
 
 def _jsonl_html(page: StoredPage, options: urls.UrlOptions) -> str:
-    opener = gzip.open if sources._is_gzip(page.source_file) else open
+    opener = gzip.open if is_gzip(page.source_file) else open
     try:
         with opener(page.source_file, "rb") as f:
             f.seek(page.source_offset)  # a gzip stream seeks forward by decompressing up to the offset

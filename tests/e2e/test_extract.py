@@ -15,7 +15,8 @@ import pytest
 
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.sources.extract import ExtractParams, bucket_of, extract
+from lshsql.sources.batches import bucket_of
+from lshsql.sources.extract import ExtractParams, extract
 from tests.conftest import (
     EXAMPLE_CRAWL,
     html_response,

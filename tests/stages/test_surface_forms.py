@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lshsql import schemas, sqlfiles
-from lshsql.sources.extract import surface_batch
+from lshsql.sources.batches import surface_batch
 from lshsql.sources.text import SurfaceForms, TextOptions, make_normalizer, shingles, words
 
 

@@ -1,0 +1,90 @@
+"""Raw Parquet -> the final work-folder tables, shared by extract and ingest: sql/01..05 resolve duplicate
+captures and write ordered tables, their counts, and the manifest entry that switches them in."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from lshsql import schemas, sqlfiles, workdir
+from lshsql.engines import duckdb as db
+from lshsql.engines.base import Engine
+from lshsql.sources.batches import RAW_TABLES
+
+
+def finalize(engine: Engine, raw_dir: Path, work: Path, buckets: int) -> None:
+    """Resolve duplicate captures and write the ordered final tables (on either engine)."""
+    engine.register({f"{t}_raw": sorted(str(p) for p in raw_dir.glob(f"**/{t}.parquet")) for t in RAW_TABLES})
+    engine.materialize(sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
+    engine.register({"pages": str(work / "pages.parquet")})
+    engine.materialize(sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
+    shutil.rmtree(work / "fragments", ignore_errors=True)
+    engine.materialize_partitioned(
+        sqlfiles.load("03_fragments.sql"), {}, work / "fragments", "bucket", buckets
+    )
+    engine.register({"links": str(work / "links.parquet")})
+    engine.materialize(sqlfiles.load("04_url_aliases.sql"), {}, work / "url_aliases.parquet")
+    engine.materialize(sqlfiles.load("05_surface_forms.sql"), {}, work / "surface_forms.parquet")
+    for table in ("pages", "links", "url_aliases", "surface_forms"):
+        schemas.validate(work / f"{table}.parquet", table)
+
+
+def count_rows(con, work: Path) -> dict:
+    """The counts of the final tables in `work`, as the fields of ExtractSummary of the same names: records
+    read, used and skipped by reason, HTML bytes, links, fragments, URLs described, URL aliases."""
+    pages = con.execute(
+        "select skip_reason, count(*), sum(n_bytes) from read_parquet($p) group by all",
+        {"p": str(work / "pages.parquet")},
+    ).fetchall()
+    links = con.execute(
+        "select skip_reason, is_internal, count(*) from read_parquet($p) group by all",
+        {"p": str(work / "links.parquet")},
+    ).fetchall()
+    fragment_files = workdir.fragment_files(work)
+    fragments = con.execute(
+        "select kind, count(*) from read_parquet($p) group by all", {"p": fragment_files}
+    ).fetchall()
+    n_urls = db.scalar(con, "select count(distinct url) from read_parquet($p)", {"p": fragment_files})
+    aliases = con.execute(
+        "select kind, count(*), sum(links_collapsed) from read_parquet($p) group by all order by kind",
+        {"p": str(work / "url_aliases.parquet")},
+    ).fetchall()
+    skipped = {reason: n for reason, n, _ in pages if reason}
+    used = [(n, size) for reason, n, size in pages if not reason]
+    link_counts = Counter({(reason, internal): n for reason, internal, n in links})
+    return dict(
+        records_read=sum(n for _, n, _ in pages),
+        pages_used=sum(n for n, _ in used),
+        skipped=skipped,
+        html_bytes=int(sum(size or 0 for _, size in used)),
+        links=sum(link_counts.values()),
+        links_internal=link_counts[(None, True)],
+        links_external=link_counts[(None, False)],
+        links_skipped={reason: n for (reason, _), n in link_counts.items() if reason},
+        fragments=dict(fragments),
+        urls_described=n_urls,
+        aliases={kind: n for kind, n, _ in aliases},
+        links_collapsed=int(sum(n for _, _, n in aliases)),
+    )
+
+
+def input_files(sources: list) -> list[dict]:
+    """Each input's path, kind (or format), size and mtime: what the fingerprint depends on."""
+    inputs = []
+    for source in sources:
+        stat = Path(source.path).stat()
+        inputs.append(
+            {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}
+        )
+    return inputs
+
+
+def publish(
+    work: Path, staged: Path, tables: tuple[str, ...], entry: dict, inputs: list[dict], summary
+) -> None:
+    """Switch the staged tables in and record the manifest's extract entry: `entry` (the fingerprint and
+    parameters), then every input file with its size, the summary's counts and its seconds."""
+    counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
+    entry = {**entry, "inputs": inputs, "counts": counts, "seconds": round(summary.seconds, 3)}
+    workdir.publish_extraction(work, staged, tables, entry)

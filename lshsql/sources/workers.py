@@ -1,0 +1,86 @@
+"""The pool of worker processes extract and ingest share: batches of records are parsed in parallel and
+their rows streamed, in input order, to raw Parquet; a worker dies with the main process."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+Progress = Callable[[int, int], None]  # called with (records read, bytes read) after each batch
+
+
+def write_raw_tables(
+    batches: Iterator[tuple[list, list]],
+    parse: Callable[[list], tuple[pa.RecordBatch, ...]],
+    skipped_rows: Callable[[list], tuple[pa.RecordBatch, ...]],
+    size_of: Callable[[object], int],
+    tables: dict[str, pa.Schema],
+    raw_dir: Path,
+    workers: int,
+    progress: Progress | None,
+) -> int:
+    """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
+    pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded) and their
+    rows streamed, in input order, to raw_dir/<table>.parquet; returns the number of records read. `parse`
+    must be picklable (a module-level function or a partial of one)."""
+    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
+    pool = (
+        ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+        if workers > 1
+        else None
+    )
+    pending: deque[Future | tuple] = deque()
+    n_read = n_size = 0
+
+    def write(batches: tuple[pa.RecordBatch, ...]) -> None:
+        for table, batch in zip(tables, batches, strict=True):
+            if batch.num_rows:
+                writers[table].write_batch(batch)
+
+    try:
+        for batch, skipped in batches:
+            n_read += len(batch) + len(skipped)
+            n_size += sum(size_of(record) for _, record in batch)
+            if skipped:
+                write(skipped_rows(skipped))
+            if batch:
+                pending.append(pool.submit(parse, batch) if pool else parse(batch))
+            while len(pending) > 2 * workers:
+                write(_result(pending.popleft()))
+            if progress:
+                progress(n_read, n_size)
+        while pending:
+            write(_result(pending.popleft()))
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+        for writer in writers.values():
+            writer.close()
+    return n_read
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process: be killed when the main process dies, by any signal (kill -9 too), rather
+    than parse on for nobody. Linux's PR_SET_PDEATHSIG; elsewhere workers end when their queue closes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _result(item: Future | tuple) -> tuple:
+    return item.result() if isinstance(item, Future) else item
