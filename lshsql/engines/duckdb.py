@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql.errors import ParamError
+from lshsql.errors import ParamError, one_line
 
 DEFAULT_MEMORY_FRACTION = 0.5
 _MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
@@ -133,7 +133,7 @@ def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
 def error_message(e: Exception) -> str:
     """DuckDB's error on one line; running out of spill space says which limit and what to change, not
     DuckDB's advice (which names its PRAGMA)."""
-    message = " ".join(str(e).split())
+    message = one_line(e)
     if "max_temp_directory_size" in message:
         return (
             "it needs more spill space than allowed (--max-spill; without it DuckDB's own limit, 90% of the "

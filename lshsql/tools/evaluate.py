@@ -23,7 +23,7 @@ import pyarrow as pa
 from lshsql import __version__, manifest, sqlfiles, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import as_engine, materialize_in_parts
-from lshsql.errors import InputError, ParamError
+from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import output_path
 from lshsql.sources import urls
 
@@ -398,7 +398,7 @@ def _read_labels(con: duckdb.DuckDBPyConnection, path: Path) -> pa.Table:
             )
         rows = relation.project("cast(url as varchar) as url, cast(label as varchar) as label").fetchall()
     except duckdb.Error as e:
-        raise InputError(f"{path}: not a readable labels file: {' '.join(str(e).split())[:200]}") from None
+        raise InputError(f"{path}: not a readable labels file: {one_line(e, 200)}") from None
     labelled = sorted({(url, label) for url, label in rows if url is not None and label is not None})
     canonical: dict[str, str] = {}
     for url, _ in labelled:

@@ -16,7 +16,7 @@ import duckdb
 
 from lshsql import manifest, schemas
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
 from lshsql.sources import urls
 from lshsql.tools import labels
@@ -126,7 +126,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
         columns = [d[0] for d in result.description]
         return Table(columns, result.fetchall())
     except duckdb.Error as e:
-        raise InputError(f"query failed: {' '.join(str(e).split())}") from None
+        raise InputError(f"query failed: {one_line(e)}") from None
 
 
 def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources | None = None) -> Table:

@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from lshsql import __version__, manifest, workdir
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError
+from lshsql.errors import InputError, one_line
 from lshsql.params import collision_probability, tables_recall
 from lshsql.pipeline import output_path
 from lshsql.tools import explore
@@ -160,7 +160,7 @@ def _read_eval(work: Path) -> dict | str | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return f"{EVAL} could not be read: {' '.join(str(e).split())}"
+        return f"{EVAL} could not be read: {one_line(e)}"
     return data if isinstance(data, dict) else {"value": data}
 
 
