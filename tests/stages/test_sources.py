@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from lshsql.engines.duckdb import Resources
 from lshsql.errors import InputError
+from lshsql.sources.extract import extract
 from lshsql.sources.readers import Source, iter_records, resolve_sources, sniff_kind
 from tests.conftest import (
     html_response,
@@ -96,28 +98,75 @@ def test_pages_over_the_size_limit_are_skipped(tmp_path):
     assert record.skip_reason == "too_large"
 
 
+def extracted(path: Path, work: Path) -> tuple[int, int, dict[str, int]]:
+    """(records read, pages used, skipped by reason) of `extract` of one crawl, in this process."""
+    summary = extract([str(path)], work, resources=Resources(memory_limit="1GB", threads=1))
+    return summary.records_read, summary.pages_used, summary.skipped
+
+
 @pytest.mark.parametrize(
-    ("tail", "last"), [(b"\x00\x01\x02 garbage\r\n\r\n", [(None, "read_error")]), (b"\x00\x00\r\n", [])]
+    ("tail", "last", "skipped"),
+    [
+        (b"\x00\x01\x02 garbage\r\n\r\n", [(None, "read_error")], {"warcinfo": 1, "read_error": 1}),
+        (b"\x00\x00\r\n", [], {"warcinfo": 1}),
+    ],
+    ids=["garbage", "padding"],
 )
-def test_corrupt_tail_is_counted_as_read_error_and_padding_is_not(tmp_path, tail, last):
+def test_corrupt_tail_is_counted_as_read_error_and_padding_is_not(tmp_path, tail, last, skipped):
     path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", "<p>x</p>")], compress=False)
+    size = path.stat().st_size
     path.write_bytes(path.read_bytes() + tail)
-    assert reasons(Source(str(path), "warc")) == [(None, "warcinfo"), ("http://a.example/", None), *last]
+    records = list(iter_records(Source(str(path), "warc"), MAX))
+    assert [(r.url, r.skip_reason) for r in records] == [
+        (None, "warcinfo"),
+        ("http://a.example/", None),
+        *last,
+    ]
+    assert records[1].body == b"<p>x</p>"
+    if last:  # the junk is one unreadable record, at the offset where it starts, with no body
+        assert (records[-1].record_type, records[-1].source_offset, records[-1].body) == (
+            "unreadable",
+            size,
+            None,
+        )
+    assert extracted(path, tmp_path / "work") == (2 + len(last), 1, skipped)
+
+
+def warc_record(kind: str, url: str, payload: bytes) -> bytes:
+    return (
+        (
+            f"WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Target-URI: {url}\r\nWARC-Record-ID: <urn:uuid:0>\r\n"
+            f"WARC-Date: 2024-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype={kind}\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        ).encode()
+        + payload
+        + b"\r\n\r\n"
+    )
 
 
 def test_unparseable_http_headers_are_counted_not_fatal(tmp_path):
+    """A request is skipped before its HTTP head is read; a response whose HTTP head is no status line
+    has no status (`http_status`), one with no HTTP head at all is `no_http_headers`; the page after them
+    is read."""
     path = write_warc(tmp_path / "c.warc", [html_response("http://a.example/", "<p>x</p>")], compress=False)
-    broken_request = (
-        b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://a.example/\r\n"
-        b"WARC-Record-ID: <urn:uuid:0>\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
-        b"Content-Type: application/http; msgtype=request\r\nContent-Length: 1\r\n\r\nx\r\n\r\n"
-    )
-    path.write_bytes(path.read_bytes() + broken_request)
-    assert reasons(Source(str(path), "warc")) == [
-        (None, "warcinfo"),
-        ("http://a.example/", None),
-        ("http://a.example/", "request"),
+    broken = [
+        warc_record("request", "http://a.example/", b"x"),
+        warc_record("response", "http://a.example/no-status", b"x"),
+        warc_record("response", "http://a.example/no-head", b""),
     ]
+    after = plain_records(write_warc(tmp_path / "after.warc", pages(1), compress=False))[1]
+    path.write_bytes(path.read_bytes() + b"".join(broken) + after)
+    records = list(iter_records(Source(str(path), "warc"), MAX))
+    assert [(r.url, r.skip_reason, r.status) for r in records] == [
+        (None, "warcinfo", None),
+        ("http://a.example/", None, 200),
+        ("http://a.example/", "request", None),
+        ("http://a.example/no-status", "http_status", None),
+        ("http://a.example/no-head", "no_http_headers", None),
+        ("http://a.example/0", None, 200),
+    ]
+    skipped = {"warcinfo": 1, "request": 1, "http_status": 1, "no_http_headers": 1}
+    assert extracted(path, tmp_path / "work") == (6, 2, skipped)
 
 
 def pages(n: int) -> list[dict]:
