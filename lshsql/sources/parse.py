@@ -25,6 +25,8 @@ OVER_CAP_SCHEMA = pa.schema([("record_id", pa.int64()), ("links_over_cap", pa.in
 
 
 def skipped_rows(items: list[tuple[int, Record]], url_options: urls.UrlOptions) -> tuple[pa.RecordBatch, ...]:
+    """Rows of records skipped while reading: a page row each, with its skip reason, its URL canonicalized
+    where it can be and a redirect's target; no links, fragments or surface forms."""
     pages = Rows("pages")
     for record_id, record in items:
         url = _canonical_or_raw(record.url, url_options)
