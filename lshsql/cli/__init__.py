@@ -36,5 +36,6 @@ COMMANDS = {
 }
 for _name, _command in COMMANDS.items():
     app.command(name=_name)(_command)
+del _name, _command
 
 __all__ = ["COMMANDS", "app", "main"]
