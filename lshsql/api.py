@@ -7,7 +7,7 @@ from lshsql.engines.duckdb import Resources, connect
 from lshsql.errors import InputError, LshsqlError, ParamError, StageError
 from lshsql.lsh.plan import plan
 from lshsql.params import Params, choose_kl
-from lshsql.pipeline import STAGES, run
+from lshsql.pipeline import STAGES, extract_params_for, params_for, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed
 from lshsql.tools.evaluate import evaluate, score_clusters
@@ -25,6 +25,8 @@ __all__ = [
     "run",
     "STAGES",
     "Params",
+    "params_for",
+    "extract_params_for",
     "choose_kl",
     "related",
     "top_clusters",

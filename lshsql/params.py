@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from lshsql.errors import ParamError
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: `lshsql --help` reads Params without paying for numpy
 
 WEIGHTINGS = ("tfidf", "tf", "none")
 UNITS = ("url", "host", "domain")
@@ -42,29 +44,50 @@ TABLE_COST = 2e-3
 CANDIDATE_COST = 2.5
 
 
+def _option(default, help: str, *flags: str, first: bool = False):
+    """A Params field with a default and what its command-line option shows (see Params)."""
+    return field(default=default, metadata={"help": help, "flags": flags, "first": first})
+
+
 @dataclass(frozen=True)
 class Params:
     """Everything after extraction. Defaults follow Haveliwala et al. (2000): m = 80 min-hashes and pairs
     kept at 20% agreement. With k and l left None the planner chooses the cheapest (k, l) whose S-curve
     gives recall >= `recall` (0.95) at the threshold; k=3, l=125 are the paper's own choice."""
 
-    unit: str = "url"  # what a bag describes: a URL, a host, or a registered domain (all its URLs' fragments)
-    aliases: bool = True  # fragments of an alias URL (redirect, rel=canonical) describe its target
-    weighting: str = "tfidf"
-    min_df: int | None = None  # None: 2 for crawls, 1 for a user's bags (keep their sets whole)
-    max_df: float | None = None  # None: 0.5 for crawls, 1.0 for a user's bags
-    scale: float = 100.0
-    num_perm: int = 80
-    signature_bytes: int = 4
-    k: int | None = None
-    l: int | None = None  # noqa: E741 - the paper's name
-    banding: bool = False
-    seed: int = 1
-    threshold: float = 0.2
-    recall: float = PLAN_RECALL  # the planner's: the chance of finding a pair right at the threshold
-    max_bucket: int = 1000
-    verify: bool = True
-    clustering: str = "center"
+    # Each field is also an option of `lshsql run` and `lshsql stage` (lshsql/cli/options.py): its metadata
+    # holds the option's help ("{default}" is the field's default), flags when not --field-name, and
+    # first=True for the options listed before the others.
+    # what a bag describes: a URL, a host, or a registered domain (all its URLs' fragments)
+    unit: str = _option(
+        "url", "What a bag describes: url, host or domain (registered domain) [{default}].", first=True
+    )
+    aliases: bool = _option(  # fragments of an alias URL (redirect, rel=canonical) describe its target
+        True, "Fragments of redirects and rel=canonical aliases describe the target.", first=True
+    )
+    weighting: str = _option("tfidf", "tfidf, tf or none (sets; or the bags' own weights).")
+    min_df: int | None = _option(  # None: 2 for crawls, 1 for a user's bags (keep their sets whole)
+        None, "Drop terms in fewer URLs [default: 2; 1 with --bags]."
+    )
+    max_df: float | None = _option(  # None: 0.5 for crawls, 1.0 for a user's bags
+        None, "Drop terms in more than this fraction of URLs [0.5; 1.0]."
+    )
+    scale: float = _option(100.0, "tfidf/tf bags are scaled to sum to this [{default}].")
+    num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
+    signature_bytes: int = _option(4, "Bytes kept per min-hash: 4 or 3 [{default}].")
+    k: int | None = _option(None, "Min-hashes per LSH table [planner's choice].", "-k")
+    l: int | None = _option(None, "LSH tables [planner's choice].", "-l")  # noqa: E741 - the paper's name
+    banding: bool = _option(False, "b bands of r rows (k=r, l=b).", "--banding/--random-tables")
+    seed: int = _option(1, "Seed of the hash family and LSH tables [{default}].")
+    threshold: float = _option(0.2, "Keep pairs agreeing on this fraction of min-hashes.", first=True)
+    recall: float = _option(  # the planner's: the chance of finding a pair right at the threshold
+        PLAN_RECALL,
+        "Chance the planner's tables find a pair right at the threshold (less: fewer) [{default}].",
+        first=True,
+    )
+    max_bucket: int = _option(1000, "Bucket size above which pairs are capped [{default}].")
+    verify: bool = _option(True, "Add exact weighted Jaccard to pairs.")
+    clustering: str = _option("center", "center (the paper's CENTER) or components.")
 
     def __post_init__(self) -> None:
         checks = [
@@ -272,6 +295,8 @@ def _drawn_recalls(s: float, k: int, num_perm: int, seed: int) -> Iterator[float
     """For j = 1, 2, ...: P(a pair of similarity s shares a bucket of at least one of the first j tables
     `run` draws with this seed (family.random_tables)), measured on RECALL_DRAWS seeded draws in which each
     of the m positions agrees with probability s, the same draws for every j, k and l."""
+    import numpy as np
+
     from lshsql.lsh import family  # family imports this module
 
     agree = _agreements(s, num_perm, seed)
@@ -284,6 +309,8 @@ def _drawn_recalls(s: float, k: int, num_perm: int, seed: int) -> Iterator[float
 @functools.lru_cache(maxsize=16)
 def _agreements(s: float, num_perm: int, seed: int) -> np.ndarray:
     """RECALL_DRAWS x m: whether each min-hash of a pair of similarity s agrees, drawn with `seed`."""
+    import numpy as np
+
     agree = np.random.default_rng([seed, RECALL_STREAM]).random((RECALL_DRAWS, num_perm)) < s
     agree.flags.writeable = False
     return agree
@@ -294,6 +321,8 @@ def collision_by_agreement(num_perm: int, k: int, l: int) -> np.ndarray:  # noqa
     positions are a random subset (min-hashes are exchangeable), so a table of k distinct indices (or a band
     of k rows) collides with probability C(a, k) / C(m, k), exactly, where (a/m)^k treats the estimate a/m
     as the similarity and overestimates for small a; l tables are taken as independent."""
+    import numpy as np
+
     agreeing = np.arange(num_perm + 1, dtype=np.float64)
     per_table = np.ones(num_perm + 1)
     for j in range(k):

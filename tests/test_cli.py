@@ -234,6 +234,30 @@ def test_query_runs_with_the_resources_it_is_given(tmp_path):
     assert Path(temp).name.isdigit()
 
 
+def test_the_stage_options_of_run_and_stage_are_made_from_the_params_fields():
+    """One source of truth: every Params field is an option of run and stage, not given (None) by default,
+    its help showing the field's default; hierarchy takes the bag and signature ones."""
+    from dataclasses import fields
+
+    import typer
+
+    from lshsql.params import Params
+
+    group = typer.main.get_command(app)
+    options = {
+        name: {p.name: p for p in group.commands[name].params} for name in ("run", "stage", "hierarchy")
+    }
+    for name in ("run", "stage"):
+        for field in fields(Params):
+            option = options[name][field.name]
+            assert option.default is None and option.help, (name, field.name)
+    assert options["run"]["num_perm"].help == "m, min-hashes per URL [80]."
+    assert options["run"]["k"].opts == ["-k"]
+    assert options["stage"]["banding"].secondary_opts == ["--random-tables"]
+    assert {"weighting", "min_df", "max_df", "scale", "num_perm", "seed"} <= set(options["hierarchy"])
+    assert options["hierarchy"]["seed"].help == "Seed of the hash family and LSH tables [1]."
+
+
 def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
     """Options not given keep the values of the last run in the folder: extraction's too. A second `run`
     without --window, --buckets or --extra-stopwords does not extract again with the defaults; one giving

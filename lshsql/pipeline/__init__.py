@@ -8,6 +8,7 @@
     batching.py    the buckets stage's batches of LSH tables and the pairs stage's blocks of url_id ranges
     rounds.py      the CENTER and connected-components loops of the clusters stage
     catalog.py     DIR/lshsql.duckdb (a view per output), register_outputs, DIR/info.json
+    remembered.py  params_for, extract_params_for: the last run's options for those not given again
 
 This module re-exports the names the rest of lshsql and the tests use.
 """
@@ -16,6 +17,7 @@ from lshsql.pipeline.accounting import has_repeated_rows
 from lshsql.pipeline.batching import pair_ranges, tables_per_batch
 from lshsql.pipeline.catalog import CATALOG, CATALOG_RELATIONS, register_outputs, write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table
+from lshsql.pipeline.remembered import extract_params_for, params_for
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.runner import RunSummary, run
 from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
@@ -34,11 +36,13 @@ __all__ = [
     "center",
     "check_user_table",
     "components",
+    "extract_params_for",
     "has_repeated_rows",
     "input_paths",
     "min_hash_differences_fit_integer",
     "output_path",
     "pair_ranges",
+    "params_for",
     "register_outputs",
     "run",
     "run_sql",

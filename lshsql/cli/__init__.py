@@ -1,0 +1,41 @@
+"""The `lshsql` command: a thin typer layer over the Python API (lshsql/api.py), with one error boundary.
+
+    app.py      the typer app, --version and main(): errors become one line `lshsql: error: ...`
+    options.py  options shared by several commands; the stage options, made from the Params dataclass
+    output.py   --format table, csv or json; text made safe for a terminal
+    extract.py  extract, ingest: fill a work folder from a crawl or from documents
+    run.py      run, stage: the SQL stages
+    read.py     related, clusters, query, info, explain, show: read a run's tables
+    tools.py    plan, eval, hierarchy, cut, environment, report, mirrors
+
+Each command imports the API inside its body, so `lshsql --help` does not import DuckDB, Arrow or lxml.
+"""
+
+from lshsql.cli import extract, read, run, tools
+from lshsql.cli.app import app, main
+
+# in the order `lshsql --help` lists them
+COMMANDS = {
+    "extract": extract.extract,
+    "ingest": extract.ingest,
+    "run": run.run,
+    "stage": run.stage,
+    "related": read.related,
+    "clusters": read.clusters,
+    "query": read.query,
+    "info": read.info,
+    "plan": tools.plan,
+    "explain": read.explain,
+    "eval": tools.eval_,
+    "hierarchy": tools.hierarchy,
+    "cut": tools.cut,
+    "environment": tools.environment,
+    "report": tools.report,
+    "show": read.show,
+    "mirrors": tools.mirrors,
+}
+for _name, _command in COMMANDS.items():
+    app.command(name=_name)(_command)
+del _name, _command
+
+__all__ = ["COMMANDS", "app", "main"]

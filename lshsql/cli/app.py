@@ -1,0 +1,78 @@
+"""The typer app, its root options (--version) and the one error boundary, main()."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from lshsql.cli.output import printable
+from lshsql.errors import InputError, LshsqlError
+
+
+class _Commands(TyperGroup):
+    """The command group, turning an EOFError (a reader at a cut file) into a one-line InputError: click
+    would otherwise print a bare 'Aborted!'."""
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except EOFError as e:
+            raise InputError(f"unexpected end of input (a cut file?): {e}") from e
+
+
+app = typer.Typer(
+    cls=_Commands,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+    help="Find related and near-duplicate pages in a web crawl and group them into clusters.",
+)
+
+
+def main() -> None:
+    """Entry point: run the app; domain errors become one line `lshsql: error: ...` and an exit code."""
+    try:
+        app(standalone_mode=True)
+    except LshsqlError as e:
+        if os.environ.get("LSHSQL_DEBUG"):
+            raise
+        typer.echo(f"lshsql: error: {' '.join(printable(str(e), lines=False).split())}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("lshsql: error: interrupted", err=True)
+        sys.exit(130)
+    except OSError as e:  # the machine's, not the input's: a full disk, a folder that cannot be written
+        if os.environ.get("LSHSQL_DEBUG"):
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        typer.echo(f"lshsql: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
+    except Exception as e:  # noqa: BLE001 - the one boundary: no traceback reaches a user
+        if os.environ.get("LSHSQL_DEBUG") or type(e).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+            raise
+        from lshsql.engines.duckdb import error_message
+
+        typer.echo(f"lshsql: error: DuckDB: {error_message(e)}", err=True)
+        sys.exit(3)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from lshsql import __version__
+
+        typer.echo(f"lshsql {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Find related and near-duplicate pages in a web crawl and group them into clusters."""

@@ -1,0 +1,163 @@
+"""Commands that fill a work folder from inputs: `extract` (a crawl) and `ingest` (plain documents)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lshsql.cli.options import (
+    BaseUrl,
+    Buckets,
+    Content,
+    EngineName,
+    ExtraStopwords,
+    Language,
+    MaxLinks,
+    MaxPageMb,
+    MaxSpill,
+    MemoryLimit,
+    Quiet,
+    SortQuery,
+    SparkConf,
+    SparkMaster,
+    Stem,
+    Stopwords,
+    StripTracking,
+    Threads,
+    Window,
+    Work,
+    engine_options,
+    progress,
+    resources,
+    stopword_file,
+)
+from lshsql.cli.output import echo_lines
+
+
+def extract(
+    crawl: Annotated[
+        list[str],
+        typer.Argument(
+            help="WARC/ARC files, folders or globs; JSON Lines (url, html); "
+            "or a folder of .html files with manifest.jsonl."
+        ),
+    ],
+    work: Work,
+    window: Window = 8,
+    language: Language = "en",
+    stem: Stem = True,
+    stopwords: Stopwords = True,
+    extra_stopwords: ExtraStopwords = None,
+    content: Content = False,
+    buckets: Buckets = 16,
+    base_url: BaseUrl = None,
+    sort_query: SortQuery = False,
+    strip_tracking: StripTracking = False,
+    max_page_mb: MaxPageMb = 32.0,
+    max_links_per_page: MaxLinks = 10_000,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+    engine: EngineName = "duckdb",
+    spark_master: SparkMaster = "local[*]",
+    spark_conf: SparkConf = None,
+    quiet: Quiet = False,
+) -> None:
+    """Extract anchor-window fragments, links and pages from a crawl into the work folder. With
+    --engine spark, one Spark task per input file parses it, and Spark writes the same tables.
+
+    Example: lshsql extract examples/crawl.warc.gz --work work
+    """
+    from lshsql.sources.extract import ExtractParams
+    from lshsql.sources.extract import extract as run_extract
+
+    params = ExtractParams(
+        window=window,
+        language=language,
+        stem=stem,
+        stopwords=stopwords,
+        extra_stopwords=stopword_file(extra_stopwords),
+        content=content,
+        buckets=buckets,
+        sort_query=sort_query,
+        strip_tracking=strip_tracking,
+        max_page_bytes=int(max_page_mb * 2**20),
+        max_links_per_page=max_links_per_page,
+        base_url=base_url,
+    )
+    summary = run_extract(
+        crawl,
+        work,
+        params,
+        resources(work, threads, memory_limit, max_spill),
+        progress(quiet),
+        **engine_options(engine, spark_master, spark_conf),
+    )
+    echo_lines(summary.lines())
+
+
+def ingest(
+    docs: Annotated[
+        list[str],
+        typer.Argument(
+            help="JSON Lines or Parquet files (id, text, optional title, label or labels), Reuters-21578 "
+            ".sgm files, folders or globs."
+        ),
+    ],
+    work: Work,
+    format: Annotated[
+        str, typer.Option(help="auto (from the first bytes), jsonl, parquet or reuters.")
+    ] = "auto",
+    id_column: Annotated[str, typer.Option(help="Column (or JSON key) of the document id.")] = "id",
+    text_column: Annotated[str, typer.Option(help="Column (or JSON key) of the document text.")] = "text",
+    shingle: Annotated[
+        int | None, typer.Option(help="Terms are the W-word shingles of the normalized words [off: words].")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Use only the first N usable documents (the rest: over_limit).")
+    ] = None,
+    require_label: Annotated[
+        bool, typer.Option("--require-label", help="Skip documents without a label (reason no_label).")
+    ] = False,
+    language: Language = "en",
+    stem: Stem = True,
+    stopwords: Stopwords = True,
+    extra_stopwords: ExtraStopwords = None,
+    buckets: Buckets = 16,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Ingest even when the work folder is up to date.")
+    ] = False,
+    quiet: Quiet = False,
+) -> None:
+    """Turn plain documents into the work folder's pages, fragments and labels, like extract does for a
+    crawl; then `lshsql run --work DIR` clusters them. Skipped when up to date (--force re-reads).
+
+    Example: lshsql ingest ../shared/data/reuters21578/ --work work/reuters --require-label
+    """
+    from lshsql.sources.ingest import IngestParams, ingest_if_changed
+
+    params = IngestParams(
+        format=format,
+        id_column=id_column,
+        text_column=text_column,
+        shingle=shingle,
+        limit=limit,
+        require_label=require_label,
+        language=language,
+        stem=stem,
+        stopwords=stopwords,
+        extra_stopwords=stopword_file(extra_stopwords),
+        buckets=buckets,
+    )
+    shown = progress(quiet, "M characters of text")
+    summary = ingest_if_changed(
+        docs, work, params, resources(work, threads, memory_limit, max_spill), shown, force
+    )
+    if summary is None:
+        typer.echo(f"up to date: {work} holds these documents with these options (--force re-reads them)")
+        return
+    echo_lines(summary.lines())

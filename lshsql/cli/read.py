@@ -1,0 +1,146 @@
+"""Commands that read a run's tables without changing them: `related`, `clusters`, `query`, `info`,
+`explain` and `show`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lshsql.cli.options import ClusterSource, MaxSpill, MemoryLimit, Threads, Work, from_cut, resources
+from lshsql.cli.output import OutputFormat, print_table, printable
+
+
+def related(
+    url: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
+    work: Work = Path("work"),
+    limit: Annotated[int, typer.Option(help="How many related URLs.")] = 20,
+    format: OutputFormat = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """What's Related: the URLs paired with URL, most similar first.
+
+    Example: lshsql related https://docs.python.example/3.11/library/index.html --work work
+    """
+    from lshsql.tools.explore import related as find_related
+
+    print_table(find_related(work, url, limit, resources(work, threads, memory_limit, max_spill)), format)
+
+
+def clusters(
+    work: Work = Path("work"),
+    limit: Annotated[int, typer.Option(help="How many clusters, largest first.")] = 10,
+    members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
+    terms: Annotated[int, typer.Option(help="Top terms shown per cluster, as readable words (<= 10).")] = 8,
+    format: OutputFormat = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """The largest clusters with their first members and top terms (cluster_labels: the heaviest terms by
+    summed TF-IDF, each shown as the word most often written for it).
+
+    Example: lshsql clusters --work work --limit 5
+    """
+    from lshsql.tools.explore import top_clusters
+
+    print_table(
+        top_clusters(work, limit, members, terms, resources(work, threads, memory_limit, max_spill)), format
+    )
+
+
+def query(
+    sql: Annotated[
+        str, typer.Argument(help="SQL over pages, links, fragments, urls, bags, pairs, clusters, ...")
+    ],
+    work: Work = Path("work"),
+    format: OutputFormat = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """Ad-hoc SQL over the work folder's tables, with DuckDB's resources set as for `run`.
+
+    Example: lshsql query "select size, count(*) from clusters group by 1 order by 1" --work work
+    """
+    from lshsql.tools.explore import query as run_query
+
+    print_table(run_query(work, sql, resources(work, threads, memory_limit, max_spill)), format)
+
+
+def info(
+    work: Work = Path("work"),
+    format: OutputFormat = "table",
+) -> None:
+    """Counts, parameters and per-stage timings of the run in the work folder (the paper's Table 1).
+
+    Example: lshsql info --work work
+    """
+    from lshsql.tools.explore import info as run_info
+
+    print_table(run_info(work), format, wrap_last=True)
+
+
+def explain(
+    u: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
+    v: Annotated[str | None, typer.Argument(help="A second URL: explain the pair.")] = None,
+    work: Work = Path("work"),
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """Why two URLs were paired or not (estimate, exact similarity, colliding LSH tables, shared terms, anchor
+    phrases), or, for one URL, its bag, cluster and anchor phrases.
+
+    Example: lshsql explain https://docs.python.example/3.11/index.html https://www.python.org/ --work work
+    """
+    from lshsql.tools import explain as why
+
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    if v:
+        lines = why.pair_lines(why.explain_pair(work, u, v, resources_))
+    else:
+        lines = why.url_lines(why.explain_url(work, u, resources_))
+    for line in lines:
+        typer.echo(printable(line))
+
+
+def show(
+    cluster: Annotated[
+        str, typer.Argument(help="A cluster: its center_id, the URL of its center or a member.")
+    ],
+    work: Work = Path("work"),
+    from_: ClusterSource = "clusters",
+    limit: Annotated[int | None, typer.Option(help="Members shown (in URL order) [all].")] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(help="Print the stored HTML of this member, read back from its crawl file, instead."),
+    ] = None,
+    format: OutputFormat = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """A cluster's members with their titles, in-degrees and the crawl file and offset each page was read
+    from; with --html URL, that member's page as stored in the crawl (printed as is).
+
+    Example: lshsql show https://docs.python.example/3.11/index.html --work work
+    """
+    from lshsql.tools import show as shown
+
+    cut = from_cut(from_)
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    if html is not None:
+        sys.stdout.write(shown.stored_html(work, html, cluster, cut, resources_))
+        sys.stdout.flush()
+        return
+    table = shown.cluster_members(work, cluster, cut, limit, resources_)
+    if format != "table":
+        print_table(table, format)
+        return
+    typer.echo(printable(shown.heading(table, work, cut, resources_)))
+    print_table(type(table)(table.columns[2:], [row[2:] for row in table.rows]), format)
