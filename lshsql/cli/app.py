@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup
 
 from lshsql.cli.output import printable
-from lshsql.errors import InputError, LshsqlError
+from lshsql.errors import InputError, LshsqlError, one_line
 
 
 class _Commands(TyperGroup):
@@ -41,7 +41,7 @@ def main() -> None:
     except LshsqlError as e:
         if os.environ.get("LSHSQL_DEBUG"):
             raise
-        typer.echo(f"lshsql: error: {' '.join(printable(str(e), lines=False).split())}", err=True)
+        typer.echo(f"lshsql: error: {one_line(printable(str(e), lines=False))}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         typer.echo("lshsql: error: interrupted", err=True)
