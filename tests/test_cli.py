@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -339,3 +340,12 @@ def test_an_end_of_file_error_from_a_reader_is_one_line_not_aborted(monkeypatch,
     assert exit_.value.code == 2
     assert err.startswith("lshsql: error: ") and err.count("\n") == 1, err
     assert "end-of-stream marker" in err and "Aborted" not in err
+
+
+def test_stage_help_lists_every_stage_in_run_order():
+    """`lshsql stage --help` names the stages without importing the pipeline: kept in step here."""
+    from lshsql.pipeline import STAGE_NAMES
+
+    result = CliRunner().invoke(app, ["stage", "--help"], terminal_width=400)
+    listed = re.search(r"Run one stage \(([^)]*)\)", " ".join(result.output.split())).group(1)
+    assert listed.split(", ") == list(STAGE_NAMES)
