@@ -310,6 +310,13 @@ class SparkEngine(Engine):
         """None: Spark spills its shuffles, so the pairs stage takes all signatures at once."""
         return None
 
+    @contextmanager
+    def local_duckdb(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A DuckDB connection of the driver, with the run's resources, for what is read on this machine (the
+        planner's sample of signatures): closed at the end."""
+        with db.connect(self.resources or db.Resources()) as con:
+            yield con
+
 
 def materialize_in_parts(
     engine: Engine,
