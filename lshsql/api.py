@@ -6,7 +6,8 @@ lshsql/__init__.py re-exports these names lazily, so `lshsql --help` does not im
 from lshsql.engines.duckdb import Resources, connect
 from lshsql.errors import InputError, LshsqlError, ParamError, StageError
 from lshsql.lsh.plan import plan
-from lshsql.params import Params, choose_kl
+from lshsql.lsh.scurve import choose_kl
+from lshsql.params import Params
 from lshsql.pipeline import STAGES, extract_params_for, params_for, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed

@@ -7,6 +7,19 @@ def one_line(error: BaseException | str, limit: int | None = None) -> str:
     return text if limit is None else text[:limit]
 
 
+def duckdb_message(error: BaseException) -> str:
+    """DuckDB's error on one line; running out of spill space says which limit and what to change, not
+    DuckDB's advice (which names its PRAGMA). Here, not in engines/duckdb.py, because sqlfiles.py, below the
+    engines, reports the errors of the statements it runs."""
+    message = one_line(error)
+    if "max_temp_directory_size" in message:
+        return (
+            "it needs more spill space than allowed (--max-spill; without it DuckDB's own limit, 90% of the "
+            "free disk): raise --max-spill or free disk space, or raise --memory-limit so that it spills less"
+        )
+    return message
+
+
 class LshsqlError(Exception):
     """Base of every error the CLI reports as one line; carries the process exit code."""
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import duckdb
 import jinja2
 
-from lshsql.engines import duckdb as db
-from lshsql.errors import StageError
+from lshsql.errors import StageError, duckdb_message
 
 _HEADER_LINE = re.compile(r"^--\s*(\w+):\s*(.*)$")
 _RELATION = re.compile(r"(\w+)\s*(?:\([^)]*\))?")
@@ -172,7 +171,7 @@ def to_table(
     """Materialize the final select as a DuckDB temp table (for loops of rounds); returns its row count."""
     query, bound = final_select(con, sql, params, context)
     _execute(con, sql, 0, f"create or replace temp table {table} as {query}", bound)
-    return db.scalar(con, f"select count(*) from {table}")
+    return con.execute(f"select count(*) from {table}").fetchall()[0][0]
 
 
 def _bind(names: set[str], params: dict) -> dict:
@@ -186,8 +185,8 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: SqlFile, number: int, query: s
     try:
         con.execute(query, params).fetchall()  # DuckDB 2.0: a result must be consumed before the next call
     except duckdb.Error as e:
-        raise StageError(f"sql/{sql.name}: statement {number}: {db.error_message(e)}") from None
+        raise StageError(f"sql/{sql.name}: statement {number}: {duckdb_message(e)}") from None
 
 
 def _count(con: duckdb.DuckDBPyConnection, path: str | Path) -> int:
-    return db.scalar(con, "select count(*) from read_parquet($p)", {"p": str(path)})
+    return con.execute("select count(*) from read_parquet($p)", {"p": str(path)}).fetchall()[0][0]

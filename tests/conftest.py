@@ -149,6 +149,7 @@ def run_stage(
 
     from lshsql.engines import duckdb as db
     from lshsql.engines import udf
+    from lshsql.engines.base import DuckDBEngine
     from lshsql.pipeline import RUNNERS, STAGES, output_path
 
     for relation, rows in (tables or {}).items():
@@ -161,6 +162,6 @@ def run_stage(
     stage = next(s for s in STAGES if s.name == name)
     with db.connect(db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))) as con:
         udf.register(con)
-        RUNNERS[name](con, stage, params, work, None)
+        RUNNERS[name](DuckDBEngine(con), stage, params, work, None)
     with duckdb.connect() as con:
         return con.read_parquet(str(output_path(work, name))).to_arrow_table().to_pylist()

@@ -293,7 +293,7 @@ def test_run_recall_is_the_planners_and_kept(tmp_path):
     import json
 
     from lshsql.lsh.plan import plan
-    from lshsql.params import planned_work
+    from lshsql.lsh.scurve import planned_work
 
     work = tmp_path / "w"
 

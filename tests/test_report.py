@@ -13,11 +13,12 @@ import pytest
 
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
-from lshsql.params import Params, tables_recall
+from lshsql.lsh.scurve import tables_recall
+from lshsql.params import Params
 from lshsql.pipeline import run
 from lshsql.sources.extract import extract
 from lshsql.tools import explore
-from lshsql.tools.report import _url, write_report
+from lshsql.tools.report import url_html, write_report
 from tests.conftest import EXAMPLE_CRAWL
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -92,9 +93,9 @@ def test_unverified_pairs_are_shown_as_min_hash_estimates(work, tmp_path):
 
 
 def test_urls_and_terms_are_escaped():
-    link = _url('http://x.example/?a=1&b="<script>"')
+    link = url_html('http://x.example/?a=1&b="<script>"')
     assert "<script>" not in link and "&amp;b=&quot;&lt;script&gt;&quot;" in link
-    assert _url("javascript:alert(1)") == "javascript:alert(1)"  # shown as text, never a link
+    assert url_html("javascript:alert(1)") == "javascript:alert(1)"  # shown as text, never a link
 
 
 def test_eval_figures_are_shown_when_present(work, tmp_path):

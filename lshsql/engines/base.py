@@ -1,7 +1,9 @@
 """The engine that runs the stage SELECTs: DuckDB (the default) or Spark (lshsql/engines/spark.py).
 
-The pipeline's runners (lshsql/pipeline/runners.py) call only these operations, so the same Python drives
-a stage, a CENTER round or a connected-components round on either engine:
+An Engine is opened once at the top of a run or a command (open_engine) and handed down. The pipeline's
+runners (lshsql/pipeline/runners.py) and the tools call only these operations, so the same Python drives
+a stage, a CENTER round or a connected-components round on either engine; nothing outside lshsql/engines/
+asks which engine it has:
 
     register(inputs)                      a view per relation of Parquet file(s)
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
@@ -13,10 +15,21 @@ a stage, a CENTER round or a connected-components round on either engine:
                                           (both with named parameters)
     empty_table(name, columns)            `create or replace temp table name (column type, ...)`
     view(name, select)                    `create or replace temp view name as select`
+    stage_view(sql, name)                 a stage file's final select kept as a view (a user's bags)
+    open_parquet(name, path)              a view of a user's Parquet file, its columns (InputError if
+                                          unreadable, in the engine's words)
+    file_source(name, path)               a FROM item reading one Parquet file, and its parameters
+                                          (DuckDB: read_parquet($p); Spark: a temp view `name`)
     scalar(query) / row(query)            one value / the first row of a select
     columns(relation)                     the column names of a registered relation
     band_batch(n_urls, key_bytes)         LSH tables per batch the memory limit holds (Spark: None, all)
     rows_fitting(row_bytes)               rows of that size the memory limit holds (Spark: None, no bound)
+    local_duckdb()                        a DuckDB connection for reads on this machine (the planner's
+                                          sample): DuckDB's own, or a new one beside Spark
+    hashes_band_keys                      the buckets stage's form: one hashed 64-bit key per LSH table and
+                                          shared keys by a sort (DuckDB), or the k values grouped (Spark)
+
+The UDFs the stage files call (engines/udf.py) are registered when an engine is opened, on either engine.
 
 Every SQL text is DuckDB SQL; the Spark engine lints and transpiles it (engines/transpile.py). DuckDBEngine
 makes exactly the calls the runners made before this module existed, so DuckDB's outputs are unchanged.
@@ -33,22 +46,88 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import duckdb
 
 from lshsql import sqlfiles
 from lshsql.engines import duckdb as db
-from lshsql.errors import ParamError
+from lshsql.errors import InputError, ParamError, one_line
 
 ENGINES = ("duckdb", "spark")
 
 
-class DuckDBEngine:
+class Engine:
+    """What the pipeline and the tools ask of an engine (see the module's docstring). Only lshsql/engines/
+    knows which engine runs: every difference between DuckDB and Spark is a method or an attribute here."""
+
+    name: str = ""
+    # The buckets stage's form (sql/35_buckets.sql, sql/macros/band_keys.sql): one 64-bit hashed band key
+    # per table, shared keys found by a sort (DuckDB), or the k values grouped (Spark, whose hash() is
+    # another function and whose window over one global order would run in one partition).
+    hashes_band_keys: bool = False
+
+    def register(self, inputs: dict[str, str | list[str]]) -> None:
+        raise NotImplementedError
+
+    def materialize(self, sql, params, out, context=None, compression="zstd") -> int:
+        raise NotImplementedError
+
+    def materialize_partitioned(self, sql, params: dict, out_dir, column: str, n: int) -> int:
+        raise NotImplementedError
+
+    def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
+        raise NotImplementedError
+
+    def to_table(self, sql, params: dict, table: str, context=None) -> int:
+        raise NotImplementedError
+
+    def stage_view(self, sql, name: str, context=None) -> None:
+        raise NotImplementedError
+
+    def table(self, name: str, select: str, params: dict | None = None) -> None:
+        raise NotImplementedError
+
+    def append(self, name: str, select: str, params: dict | None = None) -> None:
+        raise NotImplementedError
+
+    def empty_table(self, name: str, columns: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def view(self, name: str, select: str, params: dict | None = None) -> None:
+        raise NotImplementedError
+
+    def open_parquet(self, name: str, path: str | Path) -> list[str]:
+        raise NotImplementedError
+
+    def file_source(self, name: str, path: str | Path) -> tuple[str, dict]:
+        raise NotImplementedError
+
+    def scalar(self, query: str, params: dict | None = None):
+        raise NotImplementedError
+
+    def row(self, query: str, params: dict | None = None) -> tuple:
+        raise NotImplementedError
+
+    def columns(self, relation: str) -> list[str]:
+        raise NotImplementedError
+
+    def band_batch(self, n_urls: int, key_bytes: int) -> int | None:
+        raise NotImplementedError
+
+    def rows_fitting(self, row_bytes: int) -> int | None:
+        raise NotImplementedError
+
+    def local_duckdb(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        raise NotImplementedError
+
+
+class DuckDBEngine(Engine):
     """Stage SELECTs on a DuckDB connection (the runners' calls of before, unchanged)."""
 
     name = "duckdb"
+    hashes_band_keys = True
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
@@ -72,6 +151,12 @@ class DuckDBEngine:
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
         return sqlfiles.to_table(self.con, sql, params, table, context)
 
+    def stage_view(self, sql, name: str, context=None) -> None:
+        """`create or replace view name as` the stage file's final select (its setup statements run first);
+        a view, not a temp view, so it can be kept in a database file (DIR/lshsql.duckdb)."""
+        query, _ = sqlfiles.final_select(self.con, sql, {}, context)
+        self.con.execute(f"create or replace view {name} as {query}").fetchall()
+
     def table(self, name: str, select: str, params: dict | None = None) -> None:
         self.con.execute(f"create or replace temp table {name} as {select}", params or {}).fetchall()
 
@@ -84,6 +169,20 @@ class DuckDBEngine:
 
     def view(self, name: str, select: str, params: dict | None = None) -> None:
         self.con.execute(f"create or replace temp view {name} as {select}", params or {}).fetchall()
+
+    def open_parquet(self, name: str, path: str | Path) -> list[str]:
+        """The Parquet file `path` (a user's) as the view `name`; its columns. InputError when DuckDB cannot
+        read it."""
+        try:
+            relation = self.con.read_parquet(str(path))
+        except duckdb.Error as e:
+            raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
+        relation.create_view(name, replace=True)
+        return relation.columns
+
+    def file_source(self, name: str, path: str | Path) -> tuple[str, dict]:
+        """A FROM item reading the Parquet file `path`, and its parameters: read_parquet($p) in the query."""
+        return "read_parquet($p)", {"p": str(path)}
 
     def scalar(self, query: str, params: dict | None = None):
         return db.scalar(self.con, query, params)
@@ -102,14 +201,21 @@ class DuckDBEngine:
         """How many rows of row_bytes DuckDB's memory limit holds."""
         return db.memory_limit_bytes(self.con) // row_bytes
 
+    @contextmanager
+    def local_duckdb(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """This engine's own connection (left open)."""
+        yield self.con
 
-class SparkEngine:
+
+class SparkEngine(Engine):
     """Stage SELECTs on a SparkSession: transpiled stage files, tables as checkpointed temp views."""
 
     name = "spark"
+    hashes_band_keys = False
 
-    def __init__(self, spark):
+    def __init__(self, spark, resources: db.Resources | None = None):
         self.spark = spark
+        self.resources = resources  # for local_duckdb
 
     def register(self, inputs: dict[str, str | list[str]]) -> None:
         from lshsql.engines import spark
@@ -147,6 +253,10 @@ class SparkEngine:
         text = sqlfiles.render(sql, context)
         return spark.to_table(self.spark, text, params, table, source=sql.name)
 
+    def stage_view(self, sql, name: str, context=None) -> None:
+        """The rendered stage file (one select on Spark) as the temp view `name`."""
+        self.view(name, sqlfiles.render(sql, context))
+
     def table(self, name: str, select: str, params: dict | None = None) -> None:
         from lshsql.engines import spark
 
@@ -164,6 +274,18 @@ class SparkEngine:
 
         tree = transpile.to_spark_tree(select, name)
         spark._run(self.spark, tree, params or {}, name).createOrReplaceTempView(name)  # noqa: SLF001
+
+    def open_parquet(self, name: str, path: str | Path) -> list[str]:
+        """The Parquet file `path` (a user's) as the temp view `name`; its columns (InputError when Spark
+        cannot read it)."""
+        self.register({name: str(path)})
+        return self.columns(name)
+
+    def file_source(self, name: str, path: str | Path) -> tuple[str, dict]:
+        """A FROM item reading the Parquet file `path`: the temp view `name` of it (Spark SQL names no
+        file in a query)."""
+        self.register({name: str(path)})
+        return name, {}
 
     def scalar(self, query: str, params: dict | None = None):
         from lshsql.engines import spark
@@ -188,13 +310,12 @@ class SparkEngine:
         """None: Spark spills its shuffles, so the pairs stage takes all signatures at once."""
         return None
 
-
-Engine = DuckDBEngine | SparkEngine
-
-
-def as_engine(con) -> Engine:
-    """An Engine from an Engine or a DuckDB connection (the runners are also called with a connection)."""
-    return con if isinstance(con, DuckDBEngine | SparkEngine) else DuckDBEngine(con)
+    @contextmanager
+    def local_duckdb(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A DuckDB connection of the driver, with the run's resources, for what is read on this machine (the
+        planner's sample of signatures): closed at the end."""
+        with db.connect(self.resources or db.Resources()) as con:
+            yield con
 
 
 def materialize_in_parts(
@@ -232,7 +353,7 @@ def open_engine(
     `spark_master` with `spark_conf` (stopped at the end). An Engine given instead of a name is used as it
     is and left open (a command that runs the pipeline and then its own rounds opens one engine for both).
     ParamError (one line) for an unknown engine, or when pyspark, sqlglot or Java is missing."""
-    if isinstance(name, DuckDBEngine | SparkEngine):
+    if isinstance(name, Engine):
         yield name
         return
     if name == "duckdb":
@@ -251,7 +372,7 @@ def open_engine(
     already_running = SparkSession.getActiveSession() is not None  # a caller's session: not ours to stop
     session = spark.session(spark_master, spark_conf)
     try:
-        yield SparkEngine(session)
+        yield SparkEngine(session, resources)
     finally:
         if not already_running:
             session.stop()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql.errors import ParamError, one_line
+from lshsql.errors import ParamError, duckdb_message
 
 DEFAULT_MEMORY_FRACTION = 0.5
 _MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
@@ -130,16 +130,7 @@ def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
     return con.execute(query, params or {}).fetchall()[0][0]
 
 
-def error_message(e: Exception) -> str:
-    """DuckDB's error on one line; running out of spill space says which limit and what to change, not
-    DuckDB's advice (which names its PRAGMA)."""
-    message = one_line(e)
-    if "max_temp_directory_size" in message:
-        return (
-            "it needs more spill space than allowed (--max-spill; without it DuckDB's own limit, 90% of the "
-            "free disk): raise --max-spill or free disk space, or raise --memory-limit so that it spills less"
-        )
-    return message
+error_message = duckdb_message  # DuckDB's error on one line (lshsql/errors.py, where sqlfiles.py reaches it)
 
 
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}

@@ -285,7 +285,7 @@ def materialize(
     tree = transpile.to_spark_tree(sql, name)
     order = _order_expressions(tree, order_by, name)
     df = _run(spark, tree, params, name)
-    df = _cast_to_schema(df, table or _writes(name))
+    df = cast_to_schema(df, table or writes_of(name))
     df = df.coalesce(1)
     if order:
         df = df.sortWithinPartitions(*order)
@@ -416,7 +416,7 @@ def _order_expressions(tree, order_by: str | None, name: str) -> list:
     return columns
 
 
-def _writes(name: str) -> str | None:
+def writes_of(name: str) -> str | None:
     """The relation a stage file writes, from its header; None when `name` is not a stage file."""
     from lshsql import sqlfiles
 
@@ -438,7 +438,7 @@ SPARK_TYPES = {
 }
 
 
-def _cast_to_schema(df, table: str | None):
+def cast_to_schema(df, table: str | None):
     """Cast the columns to the documented types of `table` (Spark's ranks are INT, sums of INT are BIGINT,
     ...). Columns the table does not document are left as they are; schemas.validate reports them."""
     from pyspark.sql import functions

@@ -18,9 +18,8 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from lshsql.params import PRIME
-
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits): see the module's docstring
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from lshsql.engines import udf
 
-if TYPE_CHECKING:  # params' planner draws the tables too (random_tables)
+if TYPE_CHECKING:
     from lshsql.params import Params
 
 COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change when m changes coefficients

@@ -1,6 +1,6 @@
 """`lshsql plan`: choose (k, l) for a threshold and show why, with predictions from the data if there is any.
 
-Without data the S-curve alone decides (params.choose_kl). With a work folder holding signatures, a fixed
+Without data the S-curve alone decides (scurve.choose_kl). With a work folder holding signatures, a fixed
 sample of URLs gives the histogram of pairwise agreements, from which the expected number of candidate pairs
 of every (k, l) follows, and the bucket sizes of the sample, scaled up, predict the biggest LSH buckets.
 """
@@ -13,17 +13,17 @@ from pathlib import Path
 import numpy as np
 
 from lshsql.engines import duckdb as db
-from lshsql.params import (
+from lshsql.errors import InputError, ParamError
+from lshsql.lsh import family
+from lshsql.lsh.scurve import (
     CANDIDATE_COST,
-    MAX_K,
-    PLAN_RECALL,
-    Params,
     choose_kl,
     choose_kl_for_sample,
     expected_candidates,
     tables_needed,
     tables_recall,
 )
+from lshsql.params import MAX_K, PLAN_RECALL, Params
 
 PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
 
@@ -153,19 +153,13 @@ def plan(
         >>> plan(0.5).k, plan(0.5).l
         (3, 27)
     """
-    from lshsql.lsh import family
-
     params = Params(threshold=threshold, num_perm=num_perm, banding=banding, seed=seed)  # validates them
     if not 0 < recall < 1:
-        from lshsql.errors import ParamError
-
         raise ParamError(f"recall is a probability in (0, 1), got {recall}")
     signatures, n_urls = None, 0
     if work is not None:
         path = Path(work) / "signatures.parquet"
         if not path.exists():
-            from lshsql.errors import InputError
-
             raise InputError(f"{work}: no signatures.parquet; run `lshsql run` (or `stage signatures`) first")
         resources = db.for_work(work, resources)
         with db.connect(resources) as con:

@@ -1,4 +1,5 @@
-"""The SQL stages after extraction and the loop that runs them, one module per job:
+"""The SQL stages after extraction and the loop that runs them, one module per job. Each runner takes the
+Engine the run opened (lshsql/engines/base.py) and calls its methods wherever DuckDB and Spark differ.
 
     stages.py      the stage registry (STAGES), where a relation's Parquet file is, template values
     runner.py      run(): the stages in order, fingerprints, what is up to date and skipped
@@ -7,6 +8,7 @@
     accounting.py  the bags stage's rows used and dropped per reason; repeated (url, term) rows found
     batching.py    the buckets stage's batches of LSH tables and the pairs stage's blocks of url_id ranges
     rounds.py      the CENTER and connected-components loops of the clusters stage
+    labels.py      cluster labels (sql/63_cluster_labels.sql): the cluster_labels stage, `lshsql cut`
     catalog.py     DIR/lshsql.duckdb (a view per output), register_outputs, DIR/info.json
     remembered.py  params_for, extract_params_for: the last run's options for those not given again
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import manifest, workdir
+from lshsql import manifest, sqlfiles, workdir
 from lshsql.engines import duckdb as db
+from lshsql.engines.base import DuckDBEngine
 from lshsql.errors import InputError, StageError
-from lshsql.pipeline.inputs import create_term_counts_view, register, user_bags_columns, user_bags_source
-from lshsql.pipeline.stages import STAGE_NAMES, output_path
+from lshsql.pipeline.inputs import register, user_bags_columns, user_bags_source
+from lshsql.pipeline.stages import BAGS_SOURCE_SQL, STAGE_NAMES, output_path
 
 CATALOG = "lshsql.duckdb"
 
@@ -51,7 +52,7 @@ def _catalog_user_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     source = f"read_parquet({_literal(str(path))})"  # DDL takes no parameters: a literal, quotes doubled
     columns = {name for name, *_ in con.execute(f"describe select * from {source}").fetchall()}
     con.execute(f"create view user_bags as select {user_bags_columns(columns)} from {source}").fetchall()
-    create_term_counts_view(con)
+    DuckDBEngine(con).stage_view(sqlfiles.load(BAGS_SOURCE_SQL), "term_counts")
 
 
 def _view_source(work: Path, relation: str) -> str | None:
@@ -71,7 +72,9 @@ def _literal(text: str) -> str:
 def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Exception]:
     """A view for every output the work folder has (an output not made yet, or a --bags table that is gone,
     simply has none). Returns the outputs that cannot be read, with the error: a file DuckDB could not open
-    (a truncated file), or the tables of an extraction that is not whole (an InputError saying so)."""
+    (a truncated file), or the tables of an extraction that is not whole (an InputError saying so). The
+    catalog is DuckDB's (a connection of one's own, DIR/lshsql.duckdb), so `con` is a DuckDB connection."""
+    engine = DuckDBEngine(con)
     unopened: dict[str, Exception] = {}
     try:
         workdir.require_extraction(work)
@@ -81,7 +84,7 @@ def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Ex
         if relation in unopened:
             continue
         try:
-            register(con, work, (relation,))
+            register(engine, work, (relation,))
         except (InputError, StageError):
             continue
         except duckdb.Error as e:

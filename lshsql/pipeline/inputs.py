@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql import manifest, schemas, sqlfiles
 from lshsql.engines import duckdb as db
-from lshsql.engines.base import as_engine
+from lshsql.engines.base import Engine
 from lshsql.errors import InputError, one_line
 from lshsql.pipeline.stages import BAGS_SOURCE_SQL, input_paths, output_path
 
 
-def register(con, work: Path, relations: tuple[str, ...]) -> None:
-    engine = as_engine(con)
+def register(engine: Engine, work: Path, relations: tuple[str, ...]) -> None:
+    """The relations a stage reads, each a view of its Parquet file(s) in the work folder; term_counts of a
+    folder started from a user's bags is the view of their table (register_user_bags)."""
     user_bags = user_bags_source(work) if "term_counts" in relations else None
     if user_bags:
         register_user_bags(engine, user_bags)
@@ -64,35 +64,18 @@ def user_bags_source(work: Path) -> Path | None:
     return Path(entry["source"]) if entry.get("view") else None
 
 
-def register_user_bags(con, path: Path) -> None:
+def register_user_bags(engine: Engine, path: Path) -> None:
     """The user's table as the view term_counts(url, term, tf) of its usable rows
     (sql/10_term_counts_from_bags.sql), after user_bags(url, term, weight) of all its rows."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     _check_user_bags_types(path)
-    engine = as_engine(con)
-    if engine.name != "duckdb":
-        engine.register({"user_bags_file": str(path)})
-        missing = {"url", "term"} - set(engine.columns("user_bags_file"))
-        if missing:
-            raise InputError(
-                f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})"
-            )
-        engine.view(
-            "user_bags", f"select {user_bags_columns(engine.columns('user_bags_file'))} from user_bags_file"
-        )
-        engine.view("term_counts", sqlfiles.render(sqlfiles.load(BAGS_SOURCE_SQL)))
-        return
-    con = engine.con
-    try:
-        relation = con.read_parquet(str(path))
-    except duckdb.Error as e:
-        raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
-    missing = {"url", "term"} - set(relation.columns)
+    columns = engine.open_parquet("user_bags_file", path)
+    missing = {"url", "term"} - set(columns)
     if missing:
         raise InputError(f"{path}: bags need columns url and term (missing: {', '.join(sorted(missing))})")
-    relation.project(user_bags_columns(relation.columns)).create_view("user_bags", replace=True)
-    create_term_counts_view(con)
+    engine.view("user_bags", f"select {user_bags_columns(columns)} from user_bags_file")
+    engine.stage_view(sqlfiles.load(BAGS_SOURCE_SQL), "term_counts")
 
 
 # What each column of a user's bags may hold: url and term are ids (text or integers, taken as text), a
@@ -146,16 +129,10 @@ def user_bags_columns(columns) -> str:
     return f"cast(url as varchar) as url, cast(term as varchar) as term, {weight} as weight"
 
 
-def create_term_counts_view(con: duckdb.DuckDBPyConnection) -> None:
-    query, _ = sqlfiles.final_select(con, sqlfiles.load(BAGS_SOURCE_SQL), {})
-    con.execute(f"create or replace view term_counts as {query}").fetchall()
-
-
-def count_user_bags(con) -> dict[str, int]:
+def count_user_bags(engine: Engine) -> dict[str, int]:
     """The usable rows of user_bags and, per reason, the rows that cannot be used. A table whose Parquet
     statistics rule out every unusable row is counted from its metadata, without a scan; otherwise one
     scan counts by reason."""
-    engine = as_engine(con)
     names = ("rows", "null_url", "null_term", "weight_not_positive", "weight_not_finite")
     finite = f"weight < {INFINITY}"  # user_bags has NaN as infinity
     unusable = f"url is null or term is null or not coalesce(weight > 0 and {finite}, false)"

@@ -5,15 +5,14 @@ center)` for sql/62_clusters.sql; `lshsql hierarchy` runs the component rounds t
 from __future__ import annotations
 
 from lshsql import sqlfiles
-from lshsql.engines.base import as_engine
+from lshsql.engines.base import Engine
 from lshsql.errors import StageError
 
 MAX_ROUNDS = 100_000
 
 
-def center(con) -> int:
+def center(engine: Engine) -> int:
     """CENTER as rounds of sql/60_center_round.sql until every node of the pairs graph is decided."""
-    engine = as_engine(con)
     sql = sqlfiles.load("60_center_round.sql")
     engine.empty_table("assignments", {"node": "bigint", "center": "bigint"})
     engine.empty_table("centers", {"node": "bigint"})
@@ -38,9 +37,8 @@ def center(con) -> int:
     return rounds
 
 
-def components(con) -> int:
+def components(engine: Engine) -> int:
     """Connected components as rounds of sql/61_component_round.sql until no label changes."""
-    engine = as_engine(con)
     sql = sqlfiles.load("61_component_round.sql")
     engine.table("labels", "select distinct src as node, src as label from edges")
     rounds = 0

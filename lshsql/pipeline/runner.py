@@ -1,9 +1,9 @@
 """The run loop: the stages of STAGES in order, each skipped when its fingerprint (its parameters, its
 inputs' fingerprints, its SQL file, the lshsql version) is the one recorded and its output is there.
 
-The runners reach the engine that runs the SQL through lshsql/engines/base.py (DuckDB, or Spark with
-`run(..., engine="spark")`); a runner also takes a DuckDB connection, which it uses as DuckDBEngine. The
-engine is not part of a fingerprint: both write the same rows.
+The run opens the engine that runs the SQL once (lshsql/engines/base.py: DuckDB, or Spark with
+`run(..., engine="spark")`) and hands it to every runner. The engine is not part of a fingerprint: both
+write the same rows.
 """
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ from pathlib import Path
 
 from lshsql import __version__, manifest, schemas, sqlfiles, workdir
 from lshsql.engines import duckdb as db
-from lshsql.engines.base import Engine, as_engine, open_engine
+from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
+from lshsql.lsh import scurve
+from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
+from lshsql.pipeline import labels
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
 from lshsql.pipeline.runners import RUNNERS
 from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
-from lshsql.tools import labels
 
 DEFAULT_PARAMS = Params()
 
@@ -101,7 +103,7 @@ def _run(
         bags = user_bags_source(work)  # a folder started from --bags goes on from the same table
     requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
-    params = params.resolved(from_bags=bags is not None)
+    params = scurve.resolve(params, from_bags=bags is not None)
     resources = db.for_work(work, resources)
     if bags is None:
         workdir.require_extraction(work)
@@ -121,7 +123,7 @@ def _run(
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
-                params = _plan_tables(stage_engine, work, params, resources)
+                params = _plan_tables(stage_engine, work, params)
                 summary.params = params
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
             fingerprints[stage.name] = fingerprint
@@ -220,21 +222,16 @@ def _user_table_fingerprint(work: Path, relation: str) -> str | None:
     return f"table:{identity}" if identity else None
 
 
-def _plan_tables(con, work: Path, params: Params, resources: db.Resources | None = None) -> Params:
+def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
     """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
     sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
-    DuckDB whatever the engine (it reads DIR/signatures.parquet, the same file either way)."""
-    from lshsql.lsh.plan import agreement_histogram, sample_signatures
-
-    engine = as_engine(con)
-    if engine.name != "duckdb":
-        with db.connect(resources or db.Resources()) as duck:
-            return _plan_tables(duck, work, params)
-    con = engine.con
-    signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
+    DuckDB whatever the engine (engine.local_duckdb; it reads DIR/signatures.parquet, the same file either
+    way)."""
+    with engine.local_duckdb() as con:
+        signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
     if signatures is None or len(signatures) < 2:
         return params
-    return Params.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
+    return scurve.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

@@ -1,5 +1,6 @@
-"""The stage runners: RUNNERS, one function per stage, (engine or DuckDB connection, stage, params, work,
-bags) -> (rows written, what the manifest records besides). A stage with nothing of its own is run_sql:
+"""The stage runners: RUNNERS, one function per stage, (engine, stage, params, work, bags) -> (rows written,
+what the manifest records besides). The engine (lshsql/engines/base.py) is opened once by the run; a runner
+calls its methods for whatever differs between DuckDB and Spark. A stage with nothing of its own is run_sql:
 its inputs registered, its file rendered and written to DIR/<name>.parquet.
 """
 
@@ -12,20 +13,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from lshsql import sqlfiles
-from lshsql.engines.base import as_engine, materialize_in_parts
+from lshsql.engines.base import Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.lsh import family
-from lshsql.params import MAX_COPIES, Params, tables_recall
-from lshsql.pipeline import batching
+from lshsql.lsh.scurve import tables_recall
+from lshsql.params import MAX_COPIES, Params
+from lshsql.pipeline import batching, labels
 from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.stages import Stage, output_path, template_context
-from lshsql.tools import labels
 
 
 def run_sql(
-    con,
+    engine: Engine,
     stage: Stage,
     params: Params,
     work: Path,
@@ -33,7 +34,6 @@ def run_sql(
     context: dict | None = None,
     sql_params: dict | None = None,
 ) -> tuple[int, dict]:
-    engine = as_engine(con)
     register(engine, work, stage.reads)
     sql = sqlfiles.load(stage.sql)
     out = output_path(work, stage.name)
@@ -41,29 +41,22 @@ def run_sql(
     return rows, {}
 
 
-def scalar_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None):
-    """A value of a query over a stage's output file, `{out}` in `query` standing for it: DuckDB reads
-    the file (read_parquet), Spark a view of it."""
-    path = str(output_path(work, relation))
-    if engine.name == "duckdb":
-        return engine.scalar(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
-    engine.register({f"lshsql_{relation}_out": path})
-    return engine.scalar(query.format(out=f"lshsql_{relation}_out"), params)
+def scalar_of_output(engine: Engine, work: Path, relation: str, query: str, params: dict | None = None):
+    """A value of a query over a stage's output file, `{out}` in `query` standing for it (the engine's
+    file_source: DuckDB reads the file in the query, Spark a view of it)."""
+    source, source_params = engine.file_source(f"lshsql_{relation}_out", output_path(work, relation))
+    return engine.scalar(query.format(out=source), {**(params or {}), **source_params})
 
 
-def row_of_output(engine, work: Path, relation: str, query: str, params: dict | None = None) -> tuple:
+def row_of_output(engine: Engine, work: Path, relation: str, query: str, params: dict | None = None) -> tuple:
     """The first row of a query over a stage's output file (see scalar_of_output)."""
-    path = str(output_path(work, relation))
-    if engine.name == "duckdb":
-        return engine.row(query.format(out="read_parquet($p)"), {**(params or {}), "p": path})
-    engine.register({f"lshsql_{relation}_out": path})
-    return engine.row(query.format(out=f"lshsql_{relation}_out"), params)
+    source, source_params = engine.file_source(f"lshsql_{relation}_out", output_path(work, relation))
+    return engine.row(query.format(out=source), {**(params or {}), **source_params})
 
 
-def _run_term_counts(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_term_counts(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """From fragments: the grouped table. From a user's bags: a view of their table, not a copy (copying
     its strings cost a large share of a run); the bags stage adds up repeated (url, term) rows."""
-    engine = as_engine(con)
     if bags is None:
         return _term_counts_of_fragments(engine, stage, params, work)
     if params.unit != "url":
@@ -106,8 +99,7 @@ def _term_counts_of_fragments(engine, stage: Stage, params: Params, work: Path) 
     return rows, extra
 
 
-def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    engine = as_engine(con)
+def _run_terms(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     rows, _ = run_sql(engine, stage, params, work, bags)
     distinct = scalar_of_output(engine, work, "terms", "select count(distinct term_hash) from {out}")
     if distinct != rows:  # bags know a term by its hash alone; ~2e-9 likely for 200k terms, so say it
@@ -117,14 +109,13 @@ def _run_terms(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
     return rows, {}
 
 
-def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     sql_params = {
         "min_df": params.min_df,
         "max_df": params.max_df,
         "weighting": params.weighting,
         "scale": params.scale,
     }
-    engine = as_engine(con)
     register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from urls")
     n_terms = engine.scalar("select count(*) from terms")
@@ -153,8 +144,7 @@ def _run_bags(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int,
     }
 
 
-def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    engine = as_engine(con)
+def _run_element_hashes(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     register(engine, work, stage.reads)
     most = engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
     if most > MAX_COPIES:
@@ -170,8 +160,7 @@ def _run_element_hashes(con, stage: Stage, params: Params, work: Path, bags) -> 
     return rows, {"max_copies": max_copies}
 
 
-def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    engine = as_engine(con)
+def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     register(engine, work, stage.reads)
     family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
     rows = engine.materialize(
@@ -184,23 +173,21 @@ def _run_signatures(con, stage: Stage, params: Params, work: Path, bags) -> tupl
     return rows, {}
 
 
-def band_context(params: Params, work: Path, engine_name: str) -> dict:
-    """The buckets stage's template values; on DuckDB with one 64-bit band key per table
-    (sql/macros/band_keys.sql) and shared keys found by a sort, on Spark, whose hash() is another function,
-    with the k values, grouped (a window over one global order would run in one Spark partition)."""
-    on_duckdb = engine_name == "duckdb"
-    context = template_context(params) | {"hashed_keys": on_duckdb, "shared_by_sort": on_duckdb}
+def band_context(params: Params, work: Path, engine: Engine) -> dict:
+    """The buckets stage's template values, in the engine's form (Engine.hashes_band_keys): one 64-bit band
+    key per table (sql/macros/band_keys.sql) and shared keys found by a sort, or the k values, grouped."""
+    hashed = engine.hashes_band_keys
+    context = template_context(params) | {"hashed_keys": hashed, "shared_by_sort": hashed}
     tables = [indices for _, indices in context["bands"]]
     family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context
 
 
-def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
     BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
     after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once."""
-    engine = as_engine(con)
-    context = band_context(params, work, engine.name)
+    context = band_context(params, work, engine)
     register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from signatures")
     bands = context["bands"]
@@ -224,12 +211,11 @@ def _run_buckets(con, stage: Stage, params: Params, work: Path, bags) -> tuple[i
     return rows, {"batches": len(batches), **extra}
 
 
-def _run_candidates(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    return run_sql(con, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
+def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    return run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
 
 
-def _run_bucket_sizes(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    engine = as_engine(con)
+def _run_bucket_sizes(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     rows, _ = run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
     stats = row_of_output(
         engine,
@@ -263,12 +249,11 @@ def min_hash_differences_fit_integer(path: Path) -> bool:
     return high - low <= 2**31 - 1
 
 
-def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
     in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
     one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
     then marks its columns nullable, as the buckets stage's batches do)."""
-    engine = as_engine(con)
     narrow = min_hash_differences_fit_integer(output_path(work, "signatures"))
     context = template_context(params) | {"narrow_differences": narrow}
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
@@ -300,8 +285,7 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
     return rows, {"blocks": len(blocks)}
 
 
-def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    engine = as_engine(con)
+def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     register(engine, work, stage.reads)
     engine.table(
         "edges",
@@ -323,14 +307,9 @@ def _run_clusters(con, stage: Stage, params: Params, work: Path, bags) -> tuple[
     }
 
 
-def _run_cluster_labels(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_cluster_labels(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Labels of the clusters (sql/63_cluster_labels.sql); an empty surface_forms when the folder has none."""
-    engine = as_engine(con)
     register(engine, work, tuple(r for r in stage.reads if r != "surface_forms"))
-    if engine.name == "duckdb":
-        with_words = labels.register_surface_forms(engine.con, work)
-        rows = labels.materialize(engine.con, output_path(work, stage.name))
-        return rows, {"surface_forms": with_words}
     forms = work / labels.SURFACE_FORMS
     with_words = forms.exists()
     if with_words:

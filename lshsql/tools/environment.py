@@ -19,11 +19,11 @@ from pathlib import Path
 
 from lshsql import manifest, pipeline, sqlfiles, workdir
 from lshsql.engines import duckdb as db
-from lshsql.engines import udf
+from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
+from lshsql.pipeline import labels
 from lshsql.sources import urls
-from lshsql.tools import labels
 
 UNIT_STAGES = (
     "term_counts",
@@ -108,18 +108,18 @@ def environment(
     out.mkdir(parents=True)
     resources = db.for_work(work, resources)
     unit_work = _domain_bags(work, replace(params, unit="domain"), resources, log)
-    with db.connect(resources) as con:
-        udf.register(con)
+    with open_engine("duckdb", resources) as engine:  # the UDFs registered: sql/95 calls lsh_url_unit
+        con = engine.con
         sqlfiles.register_inputs(con, {"links": str(work / "links.parquet")})
         sqlfiles.materialize(
             con, sqlfiles.load(DOMAINS_SQL), {"site": site, "site_unit": unit}, out / "domains.parquet"
         )
         totals = _totals(con, work, out, site, unit)
         _restrict(con, unit_work, out)
-    with db.connect(resources) as con:
+    with open_engine("duckdb", resources) as engine:
         stage = next(s for s in pipeline.STAGES if s.name == "clusters")
-        pipeline.RUNNERS["clusters"](con, stage, params, out, None)
-        clusters = _clusters_with_labels(con, unit_work, out)
+        pipeline.RUNNERS["clusters"](engine, stage, params, out, None)
+        clusters = _clusters_with_labels(engine.con, unit_work, out)
     totals |= {
         "threshold": params.threshold,
         "domains_with_bag": sum(c["size"] for c in clusters),

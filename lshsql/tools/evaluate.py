@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lshsql import __version__, manifest, sqlfiles, workdir
 from lshsql.engines import duckdb as db
-from lshsql.engines.base import as_engine, materialize_in_parts
+from lshsql.engines.base import DuckDBEngine, Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import output_path
 from lshsql.sources import urls
@@ -34,13 +34,9 @@ BINS = 10
 REQUIRED = ("bags", "urls", "candidates", "pairs")
 
 
-def register_flattened_bags(con, path: Path) -> None:
+def register_flattened_bags(engine: Engine, path: Path) -> None:
     """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
-    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree.
-    `con`: a DuckDB connection or an Engine (lshsql/engines/base.py)."""
-    from lshsql.engines.base import as_engine
-
-    engine = as_engine(con)
+    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree."""
     engine.register({"bags_file": str(path)})
     copies = "cast(greatest(1, cast(round(weight) as integer)) as double) as weight"
     engine.view("bags", f"select url_id, term_hash, tf, df, {copies} from bags_file")
@@ -55,16 +51,15 @@ def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches:
     work = Path(work)
     if type(batches) is not int or batches < 1:  # a template value: a whole number, never text
         raise ParamError(f"truth batches must be a whole number of at least 1, got {batches!r}")
-    register_flattened_bags(con, _existing(work, "bags"))
+    engine = DuckDBEngine(con)  # eval is DuckDB's: a command of its own, on its own connection
+    register_flattened_bags(engine, _existing(work, "bags"))
     out = work / EVAL_DIR / "truth.parquet"
     sql, params = sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}
     if batches == 1:
-        return sqlfiles.materialize(con, sql, params, out)
+        return engine.materialize(sql, params, out)
     contexts = [{"batches": batches, "batch": batch} for batch in range(batches)]
     union = "select * from parts order by u_id, v_id"
-    return materialize_in_parts(
-        as_engine(con), sql, params, contexts, work / EVAL_DIR / "truth_batches", union, out
-    )
+    return materialize_in_parts(engine, sql, params, contexts, work / EVAL_DIR / "truth_batches", union, out)
 
 
 @workdir.writer
@@ -95,7 +90,7 @@ def evaluate(
     with db.connect(resources) as con:
         relations = REQUIRED + (("clusters",) if output_path(work, "clusters").exists() else ())
         sqlfiles.register_inputs(con, {r: str(output_path(work, r)) for r in relations if r != "bags"})
-        register_flattened_bags(con, output_path(work, "bags"))
+        register_flattened_bags(DuckDBEngine(con), output_path(work, "bags"))
         result["truth"] = _truth_cached(con, work, threshold)
         sqlfiles.register_inputs(con, {"truth": str(out / "truth.parquet")})
         result["pairs"] = _recall_precision(con, "pairs")

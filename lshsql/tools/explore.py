@@ -17,9 +17,8 @@ import duckdb
 from lshsql import manifest, schemas
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
-from lshsql.pipeline import STAGE_NAMES, output_path, register_outputs
+from lshsql.pipeline import STAGE_NAMES, labels, output_path, register_outputs
 from lshsql.sources import urls
-from lshsql.tools import labels
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {

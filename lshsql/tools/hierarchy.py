@@ -29,7 +29,7 @@ from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.lsh import tree
 from lshsql.params import MAX_K, Params
-from lshsql.tools import labels
+from lshsql.pipeline import labels
 
 METHODS = ("lsh", "exact")
 UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")

@@ -25,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from lshsql import __version__, manifest, workdir
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
-from lshsql.params import collision_probability, tables_recall
+from lshsql.lsh.scurve import collision_probability, tables_recall
 from lshsql.pipeline import output_path
 from lshsql.tools import explore
 
@@ -395,7 +395,8 @@ def _param(value: object) -> str:
     return escape(str(value))
 
 
-def _url(url: str) -> str:
+def url_html(url: str) -> str:
+    """A URL as HTML: escaped text, and a link (rel=nofollow noreferrer) only for http(s) URLs."""
     text = escape(url)
     if url.startswith(("http://", "https://")):
         return f'<a href="{escape(url, quote=True)}" rel="nofollow noreferrer">{text}</a>'
@@ -449,12 +450,12 @@ def _clusters_html(work: Path, resources: db.Resources) -> str:
     table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS, resources=resources)
     rows = []
     for rank, (size, center, terms, members) in enumerate(table.rows, 1):
-        items = "".join(f"<li>{_url(m)}</li>" for m in (members or "").split())
+        items = "".join(f"<li>{url_html(m)}</li>" for m in (members or "").split())
         rows.append(
             [
                 _num(rank),
                 _num(size),
-                _url(center),
+                url_html(center),
                 escape(terms or ""),
                 f'<ul class="members">{items}</ul>',
             ]

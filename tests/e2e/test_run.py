@@ -134,7 +134,7 @@ def test_only_changed_stages_rerun(tmp_path):
     # the planner chose (k, l) from a sample of the signatures; it reaches recall 0.95 at the threshold
     import re
 
-    from lshsql.params import collision_probability
+    from lshsql.lsh.scurve import collision_probability
 
     k, l = (int(v) for v in re.search(r"k=(\d+) l=(\d+)", output).groups())
     assert (second["buckets"]["params"]["k"], second["buckets"]["params"]["l"]) == (k, l)

@@ -26,7 +26,9 @@ import pyspark  # noqa: E402
 from lshsql import pipeline, sqlfiles  # noqa: E402
 from lshsql.engines import spark as engine  # noqa: E402
 from lshsql.engines import transpile, udf  # noqa: E402
+from lshsql.engines.base import DuckDBEngine  # noqa: E402
 from lshsql.lsh import family  # noqa: E402
+from lshsql.lsh.scurve import resolve  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 from lshsql.pipeline import template_context  # noqa: E402
 from tests.conftest import write_table  # noqa: E402
@@ -34,7 +36,7 @@ from tests.conftest import write_table  # noqa: E402
 # Spark 4.1 brought WITH RECURSIVE (sql/04_url_aliases.sql) and Arrow UDFs (pyarrow arrays in and out).
 RECURSIVE_CTES = tuple(int(v) for v in pyspark.__version__.split(".")[:2]) >= (4, 1)
 
-PARAMS = Params(num_perm=16, k=2, l=6, min_df=1, max_df=1.0, threshold=0.5, seed=3).resolved(from_bags=False)
+PARAMS = resolve(Params(num_perm=16, k=2, l=6, min_df=1, max_df=1.0, threshold=0.5, seed=3), from_bags=False)
 
 
 def fragments() -> list[dict]:
@@ -134,7 +136,7 @@ def test_term_counts_urls_terms(engines):
 @pytest.mark.parametrize("weighting", ["tfidf", "tf", "none"])
 def test_bags(engines, weighting):
     base(engines)
-    params = Params(min_df=1, max_df=0.9, weighting=weighting, scale=100.0).resolved(from_bags=False)
+    params = resolve(Params(min_df=1, max_df=0.9, weighting=weighting, scale=100.0), from_bags=False)
     sql_params = {
         "min_df": params.min_df,
         "max_df": params.max_df,
@@ -169,7 +171,7 @@ def bags_and_signatures(engines, params: Params = PARAMS) -> None:
 
 def test_element_hashes_and_signatures(engines):
     bags_and_signatures(engines)
-    three_bytes = Params(num_perm=16, signature_bytes=3, seed=3, k=2, l=6).resolved(from_bags=False)
+    three_bytes = resolve(Params(num_perm=16, signature_bytes=3, seed=3, k=2, l=6), from_bags=False)
     rows = engines.run("30_signatures.sql", context=template_context(three_bytes), out="signatures_3b")
     assert all(0 <= r["h5"] < 2**24 for r in rows)
 
@@ -187,7 +189,7 @@ def test_buckets_candidates_and_bucket_sizes(engines):
     bags_and_signatures(engines)
     assert all(lsh_stages(engines, PARAMS))
     # test_40's hand-made signatures, with a bucket over the cap
-    banded = Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3).resolved(True)
+    banded = resolve(Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3), True)
     same = [{"url_id": i, "h0": 1, "h1": 1, "h2": 10 * i, "h3": 10 * i} for i in range(1, 11)]
     hand = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(4)])
     engines.table("signatures", HAND_SIGNATURES + [{**r, "url_id": r["url_id"] + 10} for r in same], hand)
@@ -205,7 +207,7 @@ def test_pairs(engines, verify):
     bags_and_signatures(engines)
     if "candidates" not in engines.inputs:
         lsh_stages(engines, PARAMS)
-    params = Params(num_perm=16, k=2, l=6, threshold=0.3, verify=verify, seed=3).resolved(False)
+    params = resolve(Params(num_perm=16, k=2, l=6, threshold=0.3, verify=verify, seed=3), False)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows = engines.run(
         "50_pairs.sql", sql_params, template_context(params), "pairs" if verify else "pairs_nv"
@@ -218,7 +220,7 @@ def test_pairs_on_test_50s_tables(spark, tmp_path):
     for relation, rows in PAIR_TABLES.items():
         hand.table(relation, rows)
     for verify in (True, False):
-        params = Params(num_perm=4, k=2, l=2, threshold=0.15, verify=verify).resolved(True)
+        params = resolve(Params(num_perm=4, k=2, l=2, threshold=0.15, verify=verify), True)
         sql_params = {"min_agree": params.min_agree, "num_perm": 4, "threshold": 0.15}
         hand.run("50_pairs.sql", sql_params, template_context(params), f"pairs_{verify}")
 
@@ -319,7 +321,8 @@ def test_loops_and_clusters(engines, spark, clustering):
     with duckdb.connect() as con:
         sqlfiles.register_inputs(con, {"edges": engines.inputs["edges"]})
         con.execute("create or replace temp table edges as select * from edges").fetchall()
-        duck_rounds = pipeline.center(con) if clustering == "center" else pipeline.components(con)
+        duck = DuckDBEngine(con)
+        duck_rounds = pipeline.center(duck) if clustering == "center" else pipeline.components(duck)
         duck = sorted(con.execute("select node, center from assignments").fetchall())
         path = engines.work / "in" / f"assignments_{clustering}.parquet"
         con.execute(
@@ -528,7 +531,7 @@ def input_schema(relation: str, file: str) -> pa.Schema:
 
 @pytest.mark.parametrize("file", FILES)
 def test_every_stage_file_analyzes_on_spark_with_duckdbs_columns(spark, tmp_path, file):
-    from lshsql.engines.spark import _cast_to_schema, _writes
+    from lshsql.engines.spark import cast_to_schema, writes_of
 
     sql = sqlfiles.load(file)
     text = sqlfiles.render(sql, template_context(Params(num_perm=4, k=2, l=3)))
@@ -551,7 +554,7 @@ def test_every_stage_file_analyzes_on_spark_with_duckdbs_columns(spark, tmp_path
         with pytest.raises(Exception, match="(?i:syntax)"):
             spark.sql(spark_sql, args=args)
         return
-    df = _cast_to_schema(spark.sql(spark_sql, args=args), _writes(file))
+    df = cast_to_schema(spark.sql(spark_sql, args=args), writes_of(file))
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         (f.name, spark_name(f.type)) for f in duck
     ]

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from lshsql import pipeline
 from lshsql.engines import duckdb as db
 from lshsql.engines import udf
+from lshsql.engines.base import DuckDBEngine
 from lshsql.params import Params
 
 
@@ -62,7 +63,7 @@ def run_stage(work: Path, name: str, params: Params, threads: int = 2) -> tuple[
     """One stage's runner on a fresh, short-lived connection, inputs read from `work`."""
     with db.connect(resources(work, threads)) as con:
         udf.register(con)
-        return pipeline.RUNNERS[name](con, stage(name), params, Path(work), None)
+        return pipeline.RUNNERS[name](DuckDBEngine(con), stage(name), params, Path(work), None)
 
 
 def sha256(path: Path) -> str:

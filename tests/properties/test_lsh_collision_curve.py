@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lshsql.lsh import family
-from lshsql.params import Params, collision_probability
+from lshsql.lsh.scurve import collision_probability
+from lshsql.params import Params
 from tests.properties._support import run_stage, write_signatures
 
 M = 80

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
 from tests.conftest import run_stage
 
@@ -37,7 +38,7 @@ FRAGMENTS = [
 
 
 def bags(tmp_path, **params) -> dict[tuple[int, str], float]:
-    p = Params(**{"min_df": 1, "max_df": 1.0, **params}).resolved(from_bags=False)
+    p = resolve(Params(**{"min_df": 1, "max_df": 1.0, **params}), from_bags=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     run_stage(tmp_path, "urls", p)
     run_stage(tmp_path, "terms", p)
@@ -60,7 +61,7 @@ def read_rows(path) -> list[dict]:
 def test_terms_are_numbered_in_hash_order(tmp_path):
     from lshsql.engines.udf import term_hash
 
-    p = Params().resolved(from_bags=False)
+    p = resolve(Params(), from_bags=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     terms = run_stage(tmp_path, "terms", p)
     words = ["apple", "banana", "cherry", "durian"]
@@ -73,7 +74,7 @@ def test_terms_are_numbered_in_hash_order(tmp_path):
 
 
 def test_term_counts_and_url_ids(tmp_path):
-    p = Params().resolved(from_bags=False)
+    p = resolve(Params(), from_bags=False)
     counts = run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     assert [(r["url"], r["term"], r["tf"]) for r in counts] == [
         ("http://a/", "apple", 2.0),
@@ -118,7 +119,7 @@ def test_empty_bags_are_counted(tmp_path):
 
     p = Params(max_df=0.5, min_df=1)
     (tmp_path / "fragments" / "bucket=0").mkdir(parents=True)
-    run_stage(tmp_path, "term_counts", p.resolved(False), {"fragments": FRAGMENTS})
+    run_stage(tmp_path, "term_counts", resolve(p, False), {"fragments": FRAGMENTS})
     run(tmp_path, p, only=("term_counts", "urls", "terms", "bags"))
     entry = json.loads((tmp_path / "manifest.json").read_text())["stages"]["bags"]
     assert (entry["urls"], entry["urls_with_bag"], entry["urls_empty_bag"]) == (3, 1, 2)
@@ -136,7 +137,7 @@ def bags_entry_with_tables_of_ones_own(tmp_path, params: Params, edit: dict[str,
     from lshsql.pipeline import run
 
     (tmp_path / "fragments" / "bucket=0").mkdir(parents=True)
-    run_stage(tmp_path, "term_counts", params.resolved(False), {"fragments": FRAGMENTS})
+    run_stage(tmp_path, "term_counts", resolve(params, False), {"fragments": FRAGMENTS})
     run(tmp_path, params, only=("term_counts", "urls", "terms"))
     for table, select in edit.items():
         path = tmp_path / f"{table}.parquet"
@@ -270,7 +271,7 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
     assert "term_counts: 3 rows skipped (null_url 1, null_term 1, weight_not_positive 1)" in summary.lines()
     # term_counts is a view of the user's table, not a copy; the bags stage adds up the repeated rows
     assert entry["view"] and not (tmp_path / "w" / "term_counts.parquet").exists()
-    rows = run_stage(tmp_path / "w", "bags", Params(weighting="none", min_df=1, max_df=1.0).resolved(True))
+    rows = run_stage(tmp_path / "w", "bags", resolve(Params(weighting="none", min_df=1, max_df=1.0), True))
     rows = named(tmp_path / "w", rows)
     assert [(r["url_id"], r["term"], r["weight"]) for r in rows] == [
         (1, "x", 2.5),
@@ -414,7 +415,7 @@ def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     from lshsql.errors import StageError
 
     monkeypatch.setattr(udf, "term_hash", lambda terms: pa.array([7] * len(terms), type=pa.int64()))
-    p = Params().resolved(from_bags=False)
+    p = resolve(Params(), from_bags=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     with pytest.raises(StageError, match="share a 63-bit term_hash"):
         run_stage(tmp_path, "terms", p)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lshsql.engines import udf
+from lshsql.engines.udf import PRIME
 from lshsql.lsh import family
-from lshsql.params import PRIME, Params
+from lshsql.lsh.scurve import resolve
+from lshsql.params import Params
 from tests.conftest import run_stage
 
 BAGS = [
@@ -46,7 +48,7 @@ def signatures(tmp_path, params: Params, bags: list[dict]) -> list[dict]:
 
 def test_element_hashes_cover_every_copy_once(tmp_path):
     bags = with_hashes(BAGS)
-    rows = run_stage(tmp_path, "element_hashes", Params().resolved(True), {"bags": bags})
+    rows = run_stage(tmp_path, "element_hashes", resolve(Params(), True), {"bags": bags})
     apple, pear = bags[0]["term_hash"], bags[1]["term_hash"]
     # apple's largest weight rounds to 3 copies (2.6 in url 1), pear's 0.2 still counts once
     expected = sorted([(apple, 1), (apple, 2), (apple, 3), (pear, 1)])
@@ -56,7 +58,7 @@ def test_element_hashes_cover_every_copy_once(tmp_path):
 
 
 def test_signatures_match_the_reference(tmp_path):
-    params = Params(num_perm=16, seed=7, k=2, l=4).resolved(True)  # k, l: no LSH here
+    params = resolve(Params(num_perm=16, seed=7, k=2, l=4), True)  # k, l: no LSH here
     bags = with_hashes(BAGS)
     rows = signatures(tmp_path, params, bags)
     got = {r["url_id"]: [r[f"h{i}"] for i in range(16)] for r in rows}
@@ -66,7 +68,7 @@ def test_signatures_match_the_reference(tmp_path):
 def test_flattening_counts_rounded_copies(tmp_path):
     # url 1 holds apple#1..#3 and pear#1; url 2 only apple#1, so url 2's elements are a subset of url 1's:
     # every min-hash of url 1 is <= url 2's, and equal exactly where apple#1 is url 1's minimum.
-    params = Params(num_perm=64).resolved(True)
+    params = resolve(Params(num_perm=64), True)
     rows = signatures(tmp_path, params, with_hashes(BAGS))
     one, two = ([r[f"h{i}"] for i in range(64)] for r in rows)
     assert all(a <= b for a, b in zip(one, two, strict=True))
@@ -75,10 +77,10 @@ def test_flattening_counts_rounded_copies(tmp_path):
 
 
 def test_three_byte_signatures_are_truncated(tmp_path):
-    params = Params(num_perm=8, signature_bytes=3, k=2, l=4).resolved(True)
+    params = resolve(Params(num_perm=8, signature_bytes=3, k=2, l=4), True)
     bags = with_hashes(BAGS)
     rows = signatures(tmp_path, params, bags)
-    expected = reference(bags, Params(num_perm=8, k=2, l=4).resolved(True))
+    expected = reference(bags, resolve(Params(num_perm=8, k=2, l=4), True))
     assert {r["url_id"]: [r[f"h{i}"] for i in range(8)] for r in rows} == {
         u: [h % 2**24 for h in hs] for u, hs in expected.items()
     }

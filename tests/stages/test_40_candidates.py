@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
 from tests.conftest import run_stage
 
@@ -17,7 +18,7 @@ SIGNATURES = [
     {"url_id": 4, "h0": 1, "h1": 2, "h2": 3, "h3": 4},  # equal to 1: both bands
     {"url_id": 5, "h0": 1, "h1": 9, "h2": 3, "h3": 9},  # one value of each band only: no bucket
 ]
-PARAMS = Params(num_perm=4, k=2, l=2, banding=True).resolved(True)
+PARAMS = resolve(Params(num_perm=4, k=2, l=2, banding=True), True)
 
 
 def lsh(work, params, signatures=None) -> tuple[list[dict], list[dict], list[dict]]:
@@ -58,7 +59,7 @@ def test_bucket_sizes(tmp_path):
 
 def test_a_big_bucket_is_capped(tmp_path):
     same = [{"url_id": i, "h0": 1, "h1": 1, "h2": 10 * i, "h3": 10 * i} for i in range(1, 11)]
-    params = Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3).resolved(True)
+    params = resolve(Params(num_perm=4, k=2, l=2, banding=True, max_bucket=3), True)
     _, rows, sizes = lsh(tmp_path, params, same)
     # each member paired with the bucket's first 3 members (url ids 1, 2, 3): 3 + 7*3 = 24 = 3*(2*10-3-1)/2
     assert len(rows) == 24
@@ -89,7 +90,7 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
 
     rng = np.random.default_rng(3)
     signatures = [{"url_id": i, **{f"h{j}": int(rng.integers(0, 3)) for j in range(8)}} for i in range(1, 60)]
-    params = Params(num_perm=8, k=2, l=6, max_bucket=5).resolved(True)
+    params = resolve(Params(num_perm=8, k=2, l=6, max_bucket=5), True)
     files = {}
     for batched in (False, True):
         work = tmp_path / f"batched{batched}"
@@ -117,7 +118,7 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
         {"url_id": i, **{f"h{j}": int(rng.integers(0, 3 if i % 2 else 6)) for j in range(9)}}
         for i in range(1, 160)
     ]
-    params = Params(num_perm=9, k=3, l=7, max_bucket=4).resolved(True)
+    params = resolve(Params(num_perm=9, k=3, l=7, max_bucket=4), True)
     band_context = runners.band_context
     results = {}
     for hashed, by_sort in itertools.product((True, False), (True, False)):
@@ -136,9 +137,10 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
 
 def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
     from lshsql import pipeline, sqlfiles
+    from lshsql.engines.base import DuckDBEngine, SparkEngine
 
-    params = Params(num_perm=9, k=3, l=7).resolved(True)
-    for engine, hashed in (("duckdb", True), ("spark", False)):
+    params = resolve(Params(num_perm=9, k=3, l=7), True)
+    for engine, hashed in ((DuckDBEngine(None), True), (SparkEngine(None), False)):  # no connection needed
         context = pipeline.band_context(params, tmp_path, engine)
         assert context["hashed_keys"] is hashed and context["shared_by_sort"] is hashed
         text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), context)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
 from tests.conftest import run_stage
 
@@ -30,7 +31,7 @@ TABLES = {
 
 
 def pairs(tmp_path, **params):
-    p = Params(num_perm=4, k=2, l=2, **params).resolved(True)
+    p = resolve(Params(num_perm=4, k=2, l=2, **params), True)
     return run_stage(tmp_path, "pairs", p, TABLES)
 
 
@@ -64,7 +65,7 @@ def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm
     tables = TABLES | {
         "signatures": [{"url_id": 1} | u, {"url_id": 2} | v, {"url_id": 3} | w],
     }
-    p = Params(num_perm=num_perm, k=2, l=2, threshold=0.1, verify=False).resolved(True)
+    p = resolve(Params(num_perm=num_perm, k=2, l=2, threshold=0.1, verify=False), True)
     rows = run_stage(tmp_path, "pairs", p, tables)
     assert [(r["v"], r["n_agree"]) for r in rows] == [
         ("http://b/", num_perm - 1),
@@ -160,7 +161,7 @@ def test_min_hashes_anywhere_in_int32_are_compared(tmp_path, verify):
         {"url_id": 3, "h0": high, "h1": low, "h2": high, "h3": low},  # agrees with 1 on none
     ]
     schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(4)])
-    p = Params(num_perm=4, k=2, l=2, threshold=0.1 if verify else 0.75, verify=verify).resolved(True)
+    p = resolve(Params(num_perm=4, k=2, l=2, threshold=0.1 if verify else 0.75, verify=verify), True)
     rows = run_stage(tmp_path, "pairs", p, TABLES | {"signatures": signatures}, {"signatures": schema})
     assert [(r["v"], r["n_agree"]) for r in rows] == [("http://b/", 3)]
 

@@ -9,7 +9,7 @@ import pytest
 
 from lshsql.engines import duckdb as db
 from lshsql.params import Params
-from lshsql.tools import labels
+from lshsql.pipeline import labels
 from tests.conftest import run_stage, write_table
 
 LN2, LN3, LN6 = math.log(2), math.log(3), math.log(6)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from lshsql.errors import ParamError
-from lshsql.params import (
-    Params,
+from lshsql.lsh.scurve import (
     choose_kl,
     collision_probability,
     expected_candidates,
+    resolve,
     tables_needed,
     tables_recall,
 )
+from lshsql.params import Params
 
 
 def test_s_curve():
@@ -76,9 +77,9 @@ def test_min_agree_with_verify_is_three_sigmas_lower():
 
 
 def test_resolved_defaults_depend_on_the_input():
-    crawl, bags = Params().resolved(False), Params().resolved(True)
+    crawl, bags = resolve(Params(), False), resolve(Params(), True)
     assert (crawl.min_df, crawl.max_df, bags.min_df, bags.max_df) == (2, 0.5, 1, 1.0)
-    assert Params(k=3, l=125).resolved(False).l == 125
+    assert resolve(Params(k=3, l=125), False).l == 125
 
 
 @pytest.mark.parametrize(
@@ -110,7 +111,7 @@ def test_bad_parameters_are_refused(bad):
 def test_planner_uses_the_datas_background_similarity():
     import numpy as np
 
-    from lshsql.params import choose_kl_for_sample
+    from lshsql.lsh.scurve import choose_kl_for_sample
 
     # Unrelated pairs agreeing on 10 of 80 min-hashes (similarity 0.125, a frequent vocabulary): the
     # closed form's k=3 would make ~4% of all pairs candidates; the sample-based choice takes a steeper

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from lshsql.engines import udf
-from lshsql.params import PRIME
+from lshsql.engines.udf import PRIME
 
 # Golden vectors: computed once from the definitions in lshsql/engines/udf.py. If one of these changes, every
 # stored signature changes with it; that is a breaking change, not a test to update.
@@ -52,9 +52,7 @@ def test_hashes_do_not_depend_on_pythonhashseed():
     import subprocess
     import sys
 
-    code = (
-        "from lshsql import udf; import pyarrow as pa; print(udf.term_hash(pa.array(['apple'])).to_pylist())"
-    )
+    code = "from lshsql.engines import udf; import pyarrow as pa; print(udf.term_hash(pa.array(['apple'])).to_pylist())"
     outputs = {
         subprocess.run(
             [sys.executable, "-c", code],
