@@ -67,6 +67,9 @@ class Engine:
     # per table, shared keys found by a sort (DuckDB), or the k values grouped (Spark, whose hash() is
     # another function and whose window over one global order would run in one partition).
     hashes_band_keys: bool = False
+    # Whether `extract` parses the crawl on this engine's executors (Spark) rather than in its own worker
+    # processes, which fork before any DuckDB connection exists (so an open DuckDB engine cannot be used).
+    parses_crawls: bool = False
 
     def register(self, inputs: dict[str, str | list[str]]) -> None:
         raise NotImplementedError
@@ -212,6 +215,7 @@ class SparkEngine(Engine):
 
     name = "spark"
     hashes_band_keys = False
+    parses_crawls = True
 
     def __init__(self, spark, resources: db.Resources | None = None):
         self.spark = spark

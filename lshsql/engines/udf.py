@@ -93,7 +93,7 @@ def element_hash(term_hashes: pa.Array, copies: pa.Array) -> pa.Array:
 def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:
     """The unit a URL's fragments describe: the URL itself, its host, or its registered domain (public
     suffix list bundled with tldextract), so bags can describe whole sites."""
-    from lshsql.sources import urls
+    from lshsql import urls
 
     out = []
     for url, unit in zip(url_values.to_pylist(), units.to_pylist(), strict=True):

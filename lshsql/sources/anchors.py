@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import lxml.html
 from lxml import etree
 
-from lshsql.sources import urls
+from lshsql import urls
 from lshsql.sources.text import WORD_RE
 from lshsql.sources.text import words as words_of
 

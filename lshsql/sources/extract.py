@@ -21,11 +21,10 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-from lshsql import manifest, schemas, workdir
+from lshsql import manifest, schemas, urls, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
-from lshsql.sources import urls
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish
 from lshsql.sources.parse import OVER_CAP_SCHEMA, OVER_CAP_TABLE, parse_batch, skipped_rows
@@ -267,7 +266,7 @@ def _on_spark(engine: str | Engine) -> bool:
         if engine not in ENGINES:
             raise ParamError(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
         return engine == "spark"
-    if engine.name != "spark":
+    if not engine.parses_crawls:
         raise ParamError("extract opens its own DuckDB connection: pass engine='duckdb', not a connection")
     return True
 

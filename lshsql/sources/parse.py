@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lshsql.sources import urls
+from lshsql import urls
 from lshsql.sources.anchors import parse_page, sniff_skip_reason
 from lshsql.sources.batches import Rows, surface_batch
 from lshsql.sources.records import Record

@@ -17,13 +17,12 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lshsql import manifest, pipeline, sqlfiles, workdir
+from lshsql import manifest, pipeline, sqlfiles, urls, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 from lshsql.pipeline import labels
-from lshsql.sources import urls
 
 UNIT_STAGES = (
     "term_counts",

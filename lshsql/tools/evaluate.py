@@ -20,12 +20,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql import __version__, manifest, sqlfiles, workdir
+from lshsql import __version__, manifest, sqlfiles, urls, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import DuckDBEngine, Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import output_path
-from lshsql.sources import urls
 
 EVAL_DIR = "eval"
 TRUTH_SQL = "70_truth.sql"

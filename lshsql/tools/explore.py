@@ -14,11 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import manifest, schemas
+from lshsql import manifest, schemas, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
 from lshsql.pipeline import STAGE_NAMES, labels, output_path, register_outputs
-from lshsql.sources import urls
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {

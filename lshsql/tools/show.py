@@ -18,10 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import manifest
+from lshsql import manifest, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
-from lshsql.sources import urls
 from lshsql.sources.jsonl import is_gzip
 from lshsql.tools.explore import Table, canonical, clustering_path, find_url, open_work
 

@@ -51,7 +51,7 @@ def crawl_words() -> set[str]:
     """Every word of the crawl's pages as extraction reads them (titles and all text, lowercased)."""
     from lshsql.sources.anchors import parse_page
     from lshsql.sources.readers import iter_records, resolve_sources
-    from lshsql.sources.urls import UrlOptions
+    from lshsql.urls import UrlOptions
 
     found: set[str] = set()
     for record in iter_records(resolve_sources([str(EXAMPLE_CRAWL)])[0], 32 * 2**20):

@@ -1,4 +1,4 @@
-"""Tests for lshsql.sources.urls: each canonicalization rule on its own, then the public functions."""
+"""Tests for lshsql.urls: each canonicalization rule on its own, then the public functions."""
 
 import contextlib
 import inspect
@@ -14,8 +14,8 @@ import tldextract
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lshsql.sources import urls
-from lshsql.sources.urls import (
+from lshsql import urls
+from lshsql.urls import (
     TRACKING_PARAMS,
     UrlError,
     UrlOptions,
@@ -433,7 +433,7 @@ def test_registered_domain_needs_no_network_and_writes_no_cache(monkeypatch, tmp
 
 def test_import_is_cheap_and_lazy():
     code = (
-        "import sys, lshsql.sources.urls as u\n"
+        "import sys, lshsql.urls as u\n"
         "heavy = {'tldextract', 'requests', 'idna'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
         "u.registered_domain('www.bbc.co.uk')\n"
