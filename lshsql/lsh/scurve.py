@@ -168,6 +168,11 @@ def tables_needed(
         return None
     if banding:
         return least
+    # A draw with fewer than k agreeing positions is found by no table, so no l reaches more than this
+    # (the same expression as _drawn_recalls', so the comparison is exact): stop before drawing tables.
+    too_few = (_agreements(threshold, num_perm, seed).sum(axis=1) < k).sum()
+    if 1.0 - too_few / RECALL_DRAWS < recall:
+        return None
     for l, reached in enumerate(_drawn_recalls(threshold, k, num_perm, seed), start=1):  # noqa: E741
         if l > MAX_TABLES:
             return None
