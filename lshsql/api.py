@@ -7,7 +7,7 @@ from lshsql.engines.duckdb import Resources, connect
 from lshsql.errors import InputError, LshsqlError, ParamError, StageError
 from lshsql.lsh.plan import plan
 from lshsql.params import Params, choose_kl
-from lshsql.pipeline import STAGES, run
+from lshsql.pipeline import STAGES, compiled_sql, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed
 from lshsql.tools.evaluate import evaluate, score_clusters
@@ -23,6 +23,7 @@ __all__ = [
     "ingest",
     "ingest_if_changed",
     "run",
+    "compiled_sql",
     "STAGES",
     "Params",
     "choose_kl",

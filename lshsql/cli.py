@@ -692,6 +692,22 @@ def stage(
 
 
 @app.command()
+def sql(
+    name: Annotated[str, typer.Argument(help="The stage whose SQL to print.")],
+    work: Work = Path("work"),
+) -> None:
+    """Print the exact SQL a stage ran in the work folder's last run (DIR/compiled/<stage>.sql): its file
+    rendered, its inputs as views and its parameters as variables, runnable in the duckdb shell from the
+    work folder unless its header says it needs lshsql's Python UDFs.
+
+    Example: lshsql sql pairs --work work > pairs.sql && (cd work && duckdb < ../pairs.sql)
+    """
+    from lshsql.pipeline import compiled_sql
+
+    typer.echo(compiled_sql(work, name), nl=False)
+
+
+@app.command()
 def related(
     url: Annotated[str, typer.Argument(help="A URL described in the work folder.")],
     work: Work = Path("work"),

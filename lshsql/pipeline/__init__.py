@@ -8,6 +8,7 @@
     batching.py    the buckets stage's batches of LSH tables and the pairs stage's blocks of url_id ranges
     rounds.py      the CENTER and connected-components loops of the clusters stage
     catalog.py     DIR/lshsql.duckdb (a view per output), register_outputs, DIR/info.json
+    compiled.py    DIR/compiled/<stage>.sql: the SQL each stage ran, runnable in the duckdb shell
 
 This module re-exports the names the rest of lshsql and the tests use.
 """
@@ -15,11 +16,21 @@ This module re-exports the names the rest of lshsql and the tests use.
 from lshsql.pipeline.accounting import has_repeated_rows
 from lshsql.pipeline.batching import pair_ranges, tables_per_batch
 from lshsql.pipeline.catalog import CATALOG, CATALOG_RELATIONS, register_outputs, write_catalog, write_info
+from lshsql.pipeline.compiled import compiled_sql
 from lshsql.pipeline.inputs import check_user_table
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.runner import RunSummary, run
 from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
-from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, input_paths, output_path, template_context
+from lshsql.pipeline.stages import (
+    STAGE_NAMES,
+    STAGES,
+    Log,
+    Stage,
+    input_paths,
+    output_path,
+    sql_file,
+    template_context,
+)
 
 __all__ = [
     "CATALOG",
@@ -33,6 +44,7 @@ __all__ = [
     "band_context",
     "center",
     "check_user_table",
+    "compiled_sql",
     "components",
     "has_repeated_rows",
     "input_paths",
@@ -42,6 +54,7 @@ __all__ = [
     "register_outputs",
     "run",
     "run_sql",
+    "sql_file",
     "tables_per_batch",
     "template_context",
     "write_catalog",

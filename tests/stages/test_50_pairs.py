@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lshsql.params import Params
@@ -95,16 +97,18 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
             url = f"http://site{(7 * group + 3 * int(member[0])) % 20:02d}.example/{group}-{member}"
             rows += [{"url": url, "term": f"t{term}"} for term in base[rng.random(30) > 0.15]]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
-    blocks = []
-    materialize = engine.DuckDBEngine.materialize
-    monkeypatch.setattr(
-        engine.DuckDBEngine,
-        "materialize",
-        lambda self, sql, params, out, context=None, *a: (
-            ((context or {}).get("block") and blocks.append(context["block"]))
-            or materialize(self, sql, params, out, context, *a)
-        ),
-    )
+    blocks = []  # the runner's views of each block's candidates
+    view = engine.DuckDBEngine.view
+
+    def block_view(self, name, select, params=None):
+        if name == "candidates":
+            bounds = re.search(r"u_id >= (\d+) and u_id < (\d+) and v_id >= (\d+) and v_id < (\d+)", select)
+            blocks.append(
+                dict(zip(("u_from", "u_to", "v_from", "v_to"), map(int, bounds.groups()), strict=True))
+            )
+        return view(self, name, select, params)
+
+    monkeypatch.setattr(engine.DuckDBEngine, "view", block_view)
     params = Params(weighting="none", threshold=0.5, verify=verify)
     resources = db.Resources(memory_limit="1GB", threads=2)
     results = {}
