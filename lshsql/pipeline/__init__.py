@@ -1,6 +1,7 @@
 """The SQL stages after extraction and the loop that runs them, one module per job:
 
-    stages.py      the stage registry (STAGES), where a relation's Parquet file is, template values
+    stages.py      the stage registry (STAGES), the file a stage runs (sql_file), where a relation's Parquet
+                   file is, template values
     runner.py      run(): the stages in order, fingerprints, what is up to date and skipped
     runners.py     RUNNERS: what each stage does around its SQL file
     inputs.py      relations registered for a stage; a user's bags table and tables of one's own checked

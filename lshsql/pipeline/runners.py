@@ -329,18 +329,22 @@ def _run_pairs(con, stage: Stage, params: Params, work: Path, bags) -> tuple[int
         for relation in ("signatures", "bags"):
             engine.view(relation, f"select * from {relation}_all where {ranges}")
 
-    rows = materialize_in_parts(
-        engine,
-        sqlfiles.load(file),
-        sql_params,
-        [context] * len(blocks),
-        work / "tmp" / "pairs_blocks",
-        "select * from parts order by u_id, v_id",
-        output_path(work, stage.name),
-        stage.compression,
-        stage.name,
-        prepare=register_block,
-    )
+    try:
+        rows = materialize_in_parts(
+            engine,
+            sqlfiles.load(file),
+            sql_params,
+            [context] * len(blocks),
+            work / "tmp" / "pairs_blocks",
+            "select * from parts order by u_id, v_id",
+            output_path(work, stage.name),
+            stage.compression,
+            stage.name,
+            prepare=register_block,
+        )
+    finally:  # the views of all rows again: DuckDB's temp views would shadow the next stages' inputs
+        for relation in BLOCKED:
+            engine.view(relation, f"select * from {relation}_all")
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     compiled.notes = (
         f"The run took the candidates in {len(blocks)} blocks of url_id ranges, with candidates, signatures "
