@@ -81,7 +81,7 @@ def text(work: Path, stage: str, compiled: Compiled) -> str:
     lines = [
         f"-- lshsql {__version__}: the SQL of the stage {stage} in its last run, sql/{compiled.sql} rendered",
         f"-- Run from the work folder: cd {_shell_quote(str(work))} && duckdb < {COMPILED}/{stage}.sql",
-        f"-- The run copied the final select to {output_path(work, stage).name} (ordered by {sql.order}).",
+        f"-- The run copied the final select to {output_path(work, stage).name} ({_order(sql.order)}).",
     ]
     if udfs:
         lines.append(
@@ -142,6 +142,10 @@ def _value(value, sql_type: str | None) -> str:
     if isinstance(value, float):
         return f"cast('{value!r}' as {(sql_type or 'double').lower()})"  # repr round-trips the double
     return _literal(str(value))
+
+
+def _order(order: str) -> str:
+    return "unordered" if order.startswith("none") else f"ordered by {order}"
 
 
 def _select_of(text: str) -> str:
