@@ -40,11 +40,12 @@ test: $(VENV)/.test  ## The everyday loop: every test but the slow and Spark one
 test-all: $(VENV)/.test-all  ## Every test: the slow ones (long fuzzing, real crawls) and the Spark engine too (CI runs this)
 	$(BIN)/python -m pytest
 
-lint: install  ## ruff check and format check; import-linter's layer and no-cycle contracts (pyproject.toml)
-	$(BIN)/pip install --quiet ruff import-linter
+lint: install  ## ruff check and format check; import-linter's layer and no-cycle contracts (pyproject.toml); sqlfluff on sql/ (.sqlfluff)
+	$(BIN)/pip install --quiet ruff import-linter sqlfluff
 	$(BIN)/ruff check lshsql tests bench docs/generate.py
 	$(BIN)/ruff format --check lshsql tests bench docs/generate.py
 	$(BIN)/lint-imports
+	$(BIN)/sqlfluff lint sql
 
 docs: $(VENV)/.test  ## Regenerate docs/cli.md and docs/outputs.md from the commands' --help and lshsql/schemas.py
 	$(BIN)/python docs/generate.py

@@ -33,6 +33,7 @@ _API_NAMES = frozenset(
         "choose_kl",
         "cluster_labels",
         "cluster_members",
+        "compiled_sql",
         "connect",
         "cut",
         "evaluate",

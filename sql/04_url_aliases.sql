@@ -59,9 +59,17 @@ canonicals as (
 ),
 
 edges as (
-    select alias_url, target_url, kind from redirects
+    select
+        redirects.alias_url,
+        redirects.target_url,
+        redirects.kind
+    from redirects
     union all
-    select alias_url, target_url, kind from canonicals
+    select
+        canonicals.alias_url,
+        canonicals.target_url,
+        canonicals.kind
+    from canonicals
 ),
 
 -- Every alias walks its chain one hop per step; path holds the URLs passed (the alias first), so a

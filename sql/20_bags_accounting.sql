@@ -5,21 +5,20 @@
 -- param:  min_df BIGINT       as sql/20_bags.sql
 -- param:  max_df DOUBLE       as sql/20_bags.sql
 -- param:  weighting VARCHAR   as sql/20_bags.sql
--- template: rows_unique = term_counts has one row per (url, term), as the bags stage found it
 --
 -- The rows of term_counts the bags stage (sql/20_bags.sql) used, and per reason those it dropped, so that
--- every row read is accounted for in the manifest. Its filters mirror that file's, in its order: keep the
--- two in step. df filters first, then a weight of 0 (idf 0, or a tf that rounds to 0 at 12 decimals).
--- With one row per (url, term), terms.n_urls is the document frequency and counts the rows, so only the
--- rows whose tf rounds to 0 are grouped (none in a set table). The runner (lshsql/pipeline/accounting.py)
--- counts the rows of URLs missing from urls as unknown_url_or_term.
+-- every row read is accounted for in the manifest (sql/20_bags_accounting_grouped.sql when the stage ran
+-- sql/20_bags_grouped.sql). Its filters mirror that file's, in its order: keep the two in step. df
+-- filters first, then a weight of 0 (idf 0, or a tf that rounds to 0 at 12 decimals). With one row per
+-- (url, term), as sql/20_bags.sql assumes, terms.n_urls is the document frequency and counts the rows, so
+-- only the rows whose tf rounds to 0 are grouped (none in a set table). The runner
+-- (lshsql/pipeline/accounting.py) counts the rows of URLs missing from urls as unknown_url_or_term.
 
 with
 
 document_count as (
     select count(*) as n_urls from urls
 ),
-{%- if rows_unique %}
 
 -- One row per (url, term): per term, its rows, less those whose tf rounds to 0, which are judged apart.
 zero_tf as (
@@ -46,39 +45,6 @@ rows_judged as (
     from zero_tf
     inner join terms on zero_tf.term = terms.term
 ),
-{%- else %}
-
--- Repeated rows add up first: df counts a term's URLs, and the summed tf of a (url, term) is what rounds.
--- Only rows with a known url and term, as the stage's inner joins keep.
-counts as (
-    select
-        term_counts.url,
-        term_counts.term,
-        count(*) as n_rows,
-        sum(cast(term_counts.tf as decimal(38, 12))) as tf
-    from term_counts
-    semi join terms on term_counts.term = terms.term
-    semi join urls on term_counts.url = urls.url
-    group by term_counts.url, term_counts.term
-),
-
-df as (
-    select
-        counts.term,
-        count(*) as df
-    from counts
-    group by counts.term
-),
-
-rows_judged as (
-    select
-        df.df,
-        counts.n_rows,
-        counts.tf = 0 as zero_tf
-    from counts
-    inner join df on counts.term = df.term
-),
-{%- endif %}
 
 judged as (
     select

@@ -25,7 +25,7 @@ final as (
         copies.copy_number,
         lsh_element_hash(term_copies.term_hash, copies.copy_number) as x
     from term_copies
-    inner join copies on copies.copy_number <= term_copies.max_copies
+    inner join copies on term_copies.max_copies >= copies.copy_number
 )
 
 select * from final order by term_hash, copy_number

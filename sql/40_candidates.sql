@@ -28,8 +28,8 @@ pairs_in_buckets as (
     from buckets as member_a
     inner join buckets as member_b
         on member_a.band = member_b.band
-        and member_a.bucket = member_b.bucket
-        and member_a.url_id < member_b.url_id
+            and member_a.bucket = member_b.bucket
+            and member_a.url_id < member_b.url_id
     where member_a.n_members <= $max_bucket
 
     union all
@@ -40,8 +40,8 @@ pairs_in_buckets as (
     from members_ranked as member_a
     inner join members_ranked as member_b
         on member_a.band = member_b.band
-        and member_a.bucket = member_b.bucket
-        and member_a.url_id < member_b.url_id
+            and member_a.bucket = member_b.bucket
+            and member_a.url_id < member_b.url_id
     where member_a.member_rank <= $max_bucket
 ),
 

@@ -11,8 +11,7 @@ with
 
 -- One row per bucket: the member that names it (its smallest url_id).
 buckets_shared as (
-    select
-        buckets.n_members
+    select buckets.n_members
     from buckets
     where buckets.url_id = buckets.bucket
 ),

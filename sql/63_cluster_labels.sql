@@ -25,12 +25,13 @@ members as (
         clusters.url_id,
         clusters.center_id
     from clusters
-    where clusters.center_id in (
-        select clusters_counted.center_id
-        from clusters as clusters_counted
-        group by clusters_counted.center_id
-        having count(*) >= $min_size
-    )
+    where
+        clusters.center_id in (
+            select clusters_counted.center_id
+            from clusters as clusters_counted
+            group by clusters_counted.center_id
+            having count(*) >= $min_size
+        )
 ),
 
 -- Summed as DECIMAL: exact, so weights and their ties do not depend on the order threads add them in.

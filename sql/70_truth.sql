@@ -3,9 +3,9 @@
 -- writes: truth(u_id, v_id, jaccard)
 -- order:  u_id, v_id
 -- param:  threshold DOUBLE    keep the pairs whose exact weighted Jaccard is at least this (0 < t <= 1)
--- template: batches, batch = optional: only the pairs whose s (below) has url_id % batches = batch, so the
---           runner can find the truth in batches whose union is the whole (the join of prefixes at 1M
---           documents, T = 0.5, is ~6 billion rows); a loop writes l's prefix once per class difference d
+-- param:  batches BIGINT      only the pairs whose s (below) has url_id % batches = batch, so the runner
+-- param:  batch BIGINT        can find the truth in batches whose union is the whole (the join of
+--                             prefixes at 1M documents, T = 0.5, is ~6 billion rows); 1 and 0: all pairs
 --
 -- Ground truth for `lshsql eval`: every pair u_id < v_id whose exact weighted Jaccard
 -- J = sum(min) / sum(max) of the bag weights is >= t, found by prefix filtering (Chaudhuri et al. 2006;
@@ -42,7 +42,7 @@ with
 settings as (
     select
         $threshold * (1 - 1e-9) as t,
-        0.06 as lambda,
+        0.06 as lambda_share,
         greatest(ln(1 / ($threshold * (1 - 1e-9))) / 3.9, 0.01) as ln_class
 ),
 
@@ -69,13 +69,13 @@ prefix_terms as (
         bag_terms.weight,
         cast(bag_terms.suffix_weight as double) as suffix_weight,
         cast(bag_terms.total_weight as double) as total_weight,
-        settings.lambda * settings.t * cast(bag_terms.total_weight as double) as delta,
+        settings.lambda_share * settings.t * cast(bag_terms.total_weight as double) as delta,
         cast(floor(ln(cast(bag_terms.total_weight as double)) / settings.ln_class) as bigint) as size_class
     from bag_terms
     cross join settings
     where
         cast(bag_terms.suffix_weight as double)
-        >= (1 - settings.lambda) * settings.t * cast(bag_terms.total_weight as double)
+        >= (1 - settings.lambda_share) * settings.t * cast(bag_terms.total_weight as double)
 ),
 
 -- s's side of a pair: S >= 2t/(1+t) * W - delta.
@@ -85,32 +85,84 @@ index_terms as (
     cross join settings
     where
         prefix_terms.suffix_weight
-        >= (2 * settings.t / (1 + settings.t) - settings.lambda * settings.t) * prefix_terms.total_weight
-        {%- if batches is defined and batches > 1 %}
-        and prefix_terms.url_id % {{ batches }} = {{ batch }}
-        {%- endif %}
+        >= (2 * settings.t / (1 + settings.t) - settings.lambda_share * settings.t)
+        * prefix_terms.total_weight
+        and prefix_terms.url_id % $batches = $batch
 ),
 
 -- l's side: its prefix once per class difference d, for s in class size_class - d, with r = g^-(d+1) (at
 -- least t). A union rather than a join with a list of d: the optimizer could move such a join after the
 -- match on term_hash, which would pair every two prefixes sharing a term before the classes restrict it.
 probe_terms as (
-    {%- for d in range(5) %}
     select
         prefix_terms.*,
-        prefix_terms.size_class - {{ d }} as probe_class
+        prefix_terms.size_class - 0 as probe_class
     from prefix_terms
     cross join settings
     where
         prefix_terms.suffix_weight
         >= (
             settings.t / (1 + settings.t)
-            * (1 + greatest(exp(-{{ d + 1 }} * settings.ln_class) * (1 - 1e-9), settings.t))
-            - settings.lambda * settings.t
+            * (1 + greatest(exp(-1 * settings.ln_class) * (1 - 1e-9), settings.t))
+            - settings.lambda_share * settings.t
         )
         * prefix_terms.total_weight
-    {{- "\n    union all" if not loop.last }}
-    {%- endfor %}
+    union all
+    select
+        prefix_terms.*,
+        prefix_terms.size_class - 1 as probe_class
+    from prefix_terms
+    cross join settings
+    where
+        prefix_terms.suffix_weight
+        >= (
+            settings.t / (1 + settings.t)
+            * (1 + greatest(exp(-2 * settings.ln_class) * (1 - 1e-9), settings.t))
+            - settings.lambda_share * settings.t
+        )
+        * prefix_terms.total_weight
+    union all
+    select
+        prefix_terms.*,
+        prefix_terms.size_class - 2 as probe_class
+    from prefix_terms
+    cross join settings
+    where
+        prefix_terms.suffix_weight
+        >= (
+            settings.t / (1 + settings.t)
+            * (1 + greatest(exp(-3 * settings.ln_class) * (1 - 1e-9), settings.t))
+            - settings.lambda_share * settings.t
+        )
+        * prefix_terms.total_weight
+    union all
+    select
+        prefix_terms.*,
+        prefix_terms.size_class - 3 as probe_class
+    from prefix_terms
+    cross join settings
+    where
+        prefix_terms.suffix_weight
+        >= (
+            settings.t / (1 + settings.t)
+            * (1 + greatest(exp(-4 * settings.ln_class) * (1 - 1e-9), settings.t))
+            - settings.lambda_share * settings.t
+        )
+        * prefix_terms.total_weight
+    union all
+    select
+        prefix_terms.*,
+        prefix_terms.size_class - 4 as probe_class
+    from prefix_terms
+    cross join settings
+    where
+        prefix_terms.suffix_weight
+        >= (
+            settings.t / (1 + settings.t)
+            * (1 + greatest(exp(-5 * settings.ln_class) * (1 - 1e-9), settings.t))
+            - settings.lambda_share * settings.t
+        )
+        * prefix_terms.total_weight
 ),
 
 shared_prefix_terms as (
@@ -126,7 +178,10 @@ shared_prefix_terms as (
     where
         (
             index_terms.total_weight < probe_terms.total_weight
-            or (index_terms.total_weight = probe_terms.total_weight and index_terms.url_id < probe_terms.url_id)
+            or (
+                index_terms.total_weight = probe_terms.total_weight
+                and index_terms.url_id < probe_terms.url_id
+            )
         )
         and index_terms.total_weight >= settings.t * probe_terms.total_weight
         and least(index_terms.suffix_weight, probe_terms.suffix_weight)

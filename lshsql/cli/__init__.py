@@ -4,7 +4,7 @@
     options.py  options shared by several commands; the stage options, made from the Params dataclass
     output.py   --format table, csv or json; text made safe for a terminal
     extract.py  extract, ingest: fill a work folder from a crawl or from documents
-    run.py      run, stage: the SQL stages
+    run.py      run, stage, sql: the SQL stages, and the SQL a stage ran
     read.py     related, clusters, query, info, explain, show: read a run's tables
     tools.py    plan, eval, hierarchy, cut, environment, report, mirrors
 
@@ -20,6 +20,7 @@ COMMANDS = {
     "ingest": extract.ingest,
     "run": run.run,
     "stage": run.stage,
+    "sql": run.sql,
     "related": read.related,
     "clusters": read.clusters,
     "query": read.query,

@@ -201,3 +201,18 @@ def stage(
         raise ParamError(f"unknown stage '{name}' (stages: {', '.join(STAGE_NAMES)})")
     spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
     _run(name, None, work, bags, given, {}, threads, memory_limit, max_spill, force, quiet, spark)
+
+
+def sql(
+    name: Annotated[str, typer.Argument(help="The stage whose SQL to print.")],
+    work: Work = Path("work"),
+) -> None:
+    """Print the exact SQL a stage ran in the work folder's last run (DIR/compiled/<stage>.sql): its file
+    rendered, its inputs as views and its parameters as variables, runnable in the duckdb shell from the
+    work folder unless its header says it needs lshsql's Python UDFs.
+
+    Example: lshsql sql pairs --work work > pairs.sql && (cd work && duckdb < ../pairs.sql)
+    """
+    from lshsql.pipeline import compiled_sql
+
+    typer.echo(compiled_sql(work, name), nl=False)

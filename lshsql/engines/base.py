@@ -45,7 +45,7 @@ Example:
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -332,14 +332,21 @@ def materialize_in_parts(
     out,
     compression: str = "zstd",
     table: str | None = None,
+    part_params: list[dict] | None = None,
+    prepare: Callable[[int], None] | None = None,
 ) -> int:
     """A stage file's final select once per template context, each into a Parquet file under `parts`, then
     `combine` (a select over the view `parts`) into `out`: the batches of the buckets stage, the blocks of
-    pairs, the batches of eval's truth. The parts are removed, on failure too. Returns the rows written."""
+    pairs, the batches of eval's truth. Part i adds part_params[i] to `params` (if given) and is preceded by
+    prepare(i) (the pairs stage registers its block's views). The parts are removed, on failure too.
+    Returns the rows written."""
     shutil.rmtree(parts, ignore_errors=True)
     try:
         for number, context in enumerate(contexts):
-            engine.materialize(sql, params, Path(parts) / f"part-{number:05d}.parquet", context)
+            if prepare:
+                prepare(number)
+            bound = params | (part_params[number] if part_params else {})
+            engine.materialize(sql, bound, Path(parts) / f"part-{number:05d}.parquet", context)
         engine.register({"parts": sorted(str(p) for p in Path(parts).glob("*.parquet"))})
         return engine.materialize_query(combine, {}, out, compression, table=table)
     finally:

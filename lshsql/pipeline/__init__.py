@@ -1,7 +1,8 @@
 """The SQL stages after extraction and the loop that runs them, one module per job. Each runner takes the
 Engine the run opened (lshsql/engines/base.py) and calls its methods wherever DuckDB and Spark differ.
 
-    stages.py      the stage registry (STAGES), where a relation's Parquet file is, template values
+    stages.py      the stage registry (STAGES), the file a stage runs (sql_file), where a relation's Parquet
+                   file is, template values
     runner.py      run(): the stages in order, fingerprints, what is up to date and skipped
     runners.py     RUNNERS: what each stage does around its SQL file
     inputs.py      relations registered for a stage; a user's bags table and tables of one's own checked
@@ -11,6 +12,7 @@ Engine the run opened (lshsql/engines/base.py) and calls its methods wherever Du
     labels.py      cluster labels (sql/63_cluster_labels.sql): the cluster_labels stage, `lshsql cut`
     catalog.py     DIR/lshsql.duckdb (a view per output), register_outputs, DIR/info.json
     remembered.py  params_for, extract_params_for: the last run's options for those not given again
+    compiled.py    DIR/compiled/<stage>.sql: the SQL each stage ran, runnable in the duckdb shell
 
 This module re-exports the names the rest of lshsql and the tests use.
 """
@@ -18,12 +20,22 @@ This module re-exports the names the rest of lshsql and the tests use.
 from lshsql.pipeline.accounting import has_repeated_rows
 from lshsql.pipeline.batching import pair_ranges, tables_per_batch
 from lshsql.pipeline.catalog import CATALOG, CATALOG_RELATIONS, register_outputs, write_catalog, write_info
+from lshsql.pipeline.compiled import compiled_sql
 from lshsql.pipeline.inputs import check_user_table
 from lshsql.pipeline.remembered import extract_params_for, params_for
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.runner import RunSummary, run
 from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
-from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, input_paths, output_path, template_context
+from lshsql.pipeline.stages import (
+    STAGE_NAMES,
+    STAGES,
+    Log,
+    Stage,
+    input_paths,
+    output_path,
+    sql_file,
+    template_context,
+)
 
 __all__ = [
     "CATALOG",
@@ -37,6 +49,7 @@ __all__ = [
     "band_context",
     "center",
     "check_user_table",
+    "compiled_sql",
     "components",
     "extract_params_for",
     "has_repeated_rows",
@@ -48,6 +61,7 @@ __all__ = [
     "register_outputs",
     "run",
     "run_sql",
+    "sql_file",
     "tables_per_batch",
     "template_context",
     "write_catalog",

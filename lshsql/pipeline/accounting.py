@@ -36,7 +36,8 @@ def row_accounting(engine, params: Params, bag_rows: int, grouped: bool) -> dict
     return {"rows_read": read, "rows_used": used, "rows_dropped": dropped}
 
 
-ACCOUNTING_SQL = "20_bags_accounting.sql"
+ACCOUNTING_SQL = "20_bags_accounting.sql"  # of sql/20_bags.sql; of sql/20_bags_grouped.sql:
+ACCOUNTING_GROUPED_SQL = "20_bags_accounting_grouped.sql"
 REPEATS_SQL = "20_bags_repeats.sql"
 # the columns of sql/20_bags_accounting.sql after used, in its order
 DROP_REASONS = ("below_min_df", "above_max_df", "in_every_url", "weight_rounds_to_zero")
@@ -44,8 +45,8 @@ DROP_REASONS = ("below_min_df", "above_max_df", "in_every_url", "weight_rounds_t
 
 def _rows_used_and_dropped(engine, params: Params, rows_unique: bool) -> tuple[int, dict[str, int]]:
     """The rows of term_counts that went into a bag, and per reason those the bags stage dropped
-    (sql/20_bags_accounting.sql, which mirrors the filters of sql/20_bags.sql)."""
-    query = sqlfiles.render(sqlfiles.load(ACCOUNTING_SQL), {"rows_unique": rows_unique})
+    (sql/20_bags_accounting.sql, which mirrors the filters of sql/20_bags.sql, or its _grouped forms)."""
+    query = sqlfiles.load(ACCOUNTING_SQL if rows_unique else ACCOUNTING_GROUPED_SQL).text
     sql_params = {"min_df": params.min_df, "max_df": params.max_df, "weighting": params.weighting}
     used, *dropped = (int(n or 0) for n in engine.row(query, sql_params))
     return used, {reason: n for reason, n in zip(DROP_REASONS, dropped, strict=True) if n}
@@ -54,7 +55,7 @@ def _rows_used_and_dropped(engine, params: Params, rows_unique: bool) -> tuple[i
 def hidden_repeats(engine, params: Params) -> bool:
     """Whether term_counts repeats a (url, term) among rows the bags stage drops whatever their tf, which
     the bags written cannot show (sql/20_bags_repeats.sql)."""
-    query = sqlfiles.render(sqlfiles.load(REPEATS_SQL))
+    query = sqlfiles.load(REPEATS_SQL).text
     return bool(engine.scalar(query, {"max_df": params.max_df, "weighting": params.weighting}))
 
 

@@ -21,10 +21,10 @@ from lshsql.errors import InputError, ParamError
 from lshsql.lsh import scurve
 from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
-from lshsql.pipeline import labels
+from lshsql.pipeline import compiled, labels
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
-from lshsql.pipeline.runners import RUNNERS
+from lshsql.pipeline.runners import COMPILED, RUNNERS
 from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
 
 DEFAULT_PARAMS = Params()
@@ -146,6 +146,7 @@ def _run(
                 log(f"  {stage.name} ...")
             started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
+            ran = extra.pop(COMPILED, None)
             if not extra.get("view"):
                 schemas.validate(output_path(work, stage.name), stage.name)
             entry = {
@@ -158,6 +159,8 @@ def _run(
             if not extra.get("view"):
                 entry["file"] = manifest.file_identity(output_path(work, stage.name))
             manifest.record_stage(work, stage.name, entry)
+            if ran:  # DIR/compiled/<stage>.sql: the SQL this run ran, for `lshsql sql`
+                compiled.write(work, stage.name, ran)
             summary.stages[stage.name] = entry
     data = manifest.read(work)
     data["requested_params"] = requested  # what was asked: `lshsql run` keeps it for options not given again
@@ -250,14 +253,15 @@ def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], fro
         "params": {f: getattr(params, f) for f in stage.fields},
         "inputs": {r: fingerprints.get(r) for r in stage.reads},
         "from_bags": from_bags and stage.name == "term_counts",
-        "sql": _sql_digest(stage.sql),  # an edited stage file reruns its stage
+        "sql": _sql_digest(stage.files),  # an edited stage file reruns its stage
     }
     return manifest.fingerprint(data)
 
 
-def _sql_digest(name: str) -> str:
-    """The stage file and the macros it may include."""
-    files = [sqlfiles.sql_dir() / name, *sorted((sqlfiles.sql_dir() / "macros").glob("*.sql"))]
+def _sql_digest(names: tuple[str, ...]) -> str:
+    """The stage's files (one per algorithm) and the macros they may include."""
+    folder = sqlfiles.sql_dir()
+    files = [*(folder / name for name in names), *sorted((folder / "macros").glob("*.sql"))]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 

@@ -1,7 +1,9 @@
 """The stage runners: RUNNERS, one function per stage, (engine, stage, params, work, bags) -> (rows written,
 what the manifest records besides). The engine (lshsql/engines/base.py) is opened once by the run; a runner
 calls its methods for whatever differs between DuckDB and Spark. A stage with nothing of its own is run_sql:
-its inputs registered, its file rendered and written to DIR/<name>.parquet.
+its inputs registered, its file rendered and written to DIR/<name>.parquet. Each also returns, under the
+key COMPILED (which the run loop takes out before the manifest), what it ran: compiled.Compiled, written
+to DIR/compiled/<stage>.sql.
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ from lshsql.lsh.scurve import tables_recall
 from lshsql.params import MAX_COPIES, Params
 from lshsql.pipeline import batching, labels
 from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
+from lshsql.pipeline.compiled import Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
 from lshsql.pipeline.rounds import center, components
-from lshsql.pipeline.stages import Stage, output_path, template_context
+from lshsql.pipeline.stages import (
+    BAGS_SOURCE_SQL,
+    Stage,
+    input_paths,
+    output_path,
+    sql_file,
+    template_context,
+)
+
+COMPILED = "compiled"  # the key of a runner's extra that holds what it ran (not for the manifest)
 
 
 def run_sql(
@@ -33,12 +45,15 @@ def run_sql(
     bags,
     context: dict | None = None,
     sql_params: dict | None = None,
+    file: str | None = None,
 ) -> tuple[int, dict]:
+    """Register the stage's inputs, run its file (or `file`, one of its variants) into DIR/<name>.parquet."""
     register(engine, work, stage.reads)
-    sql = sqlfiles.load(stage.sql)
+    file = file or stage.sql
     out = output_path(work, stage.name)
-    rows = engine.materialize(sql, sql_params or {}, out, context, stage.compression)
-    return rows, {}
+    rows = engine.materialize(sqlfiles.load(file), sql_params or {}, out, context, stage.compression)
+    compiled = Compiled(file, sql_params or {}, context, input_views(work, stage.reads))
+    return rows, {COMPILED: compiled}
 
 
 def scalar_of_output(engine: Engine, work: Path, relation: str, query: str, params: dict | None = None):
@@ -72,25 +87,36 @@ def _run_term_counts(engine: Engine, stage: Stage, params: Params, work: Path, b
         )
     output_path(work, stage.name).unlink(missing_ok=True)  # a copy from an earlier run would shadow the view
     skipped = {k: v for k, v in counts.items() if k != "rows" and v}
-    return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped}
+    compiled = Compiled(
+        BAGS_SOURCE_SQL,
+        views={"user_bags": user_bags_view(work, source)},
+        notes=("A view of the user's bags table, not a copy: no Parquet file is written.",),
+    )
+    return counts["rows"], {"source": str(source), "view": True, "rows_skipped": skipped, COMPILED: compiled}
 
 
 def _term_counts_of_fragments(engine, stage: Stage, params: Params, work: Path) -> tuple[int, dict]:
     """term_counts from fragments, with alias URLs mapped to their targets and URLs to their unit."""
     register(engine, work, stage.reads)
     aliases = output_path(work, "url_aliases")
+    no_aliases = "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false"
+    aliases_view = parquet_view(work, str(aliases))
     if aliases.exists():
         engine.register({"url_aliases": str(aliases)})
     else:  # a work folder extracted before url_aliases existed
-        engine.view(
-            "url_aliases",
-            "select cast(null as varchar) as alias_url, cast(null as varchar) as target_url where false",
-        )
+        engine.view("url_aliases", no_aliases)
+        aliases_view = no_aliases
     use_aliases = params.aliases and engine.scalar("select count(*) from url_aliases") > 0
-    context = {"map_urls": use_aliases or params.unit != "url", "aliases": use_aliases}
-    sql = sqlfiles.load(stage.sql)
-    rows = engine.materialize(sql, {"unit": params.unit}, output_path(work, stage.name), context)
-    extra: dict = {}
+    if not use_aliases:  # the mapped file then maps by the unit alone
+        engine.view("url_aliases", no_aliases)
+        aliases_view = no_aliases
+    file = sql_file(stage, params, mapped=use_aliases or params.unit != "url")
+    sql_params = {"unit": params.unit}
+    rows = engine.materialize(sqlfiles.load(file), sql_params, output_path(work, stage.name))
+    views = input_views(work, stage.reads)
+    if file != stage.sql:
+        views["url_aliases"] = aliases_view
+    extra: dict = {COMPILED: Compiled(file, sql_params, None, views)}
     if use_aliases:
         extra["alias_urls_mapped"] = engine.scalar(
             "select count(*) from (select distinct url from fragments) as described "
@@ -100,13 +126,13 @@ def _term_counts_of_fragments(engine, stage: Stage, params: Params, work: Path) 
 
 
 def _run_terms(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    rows, _ = run_sql(engine, stage, params, work, bags)
+    rows, extra = run_sql(engine, stage, params, work, bags)
     distinct = scalar_of_output(engine, work, "terms", "select count(distinct term_hash) from {out}")
     if distinct != rows:  # bags know a term by its hash alone; ~2e-9 likely for 200k terms, so say it
         raise StageError(
             f"{rows - distinct} pair(s) of distinct terms share a 63-bit term_hash; please report"
         )
-    return rows, {}
+    return rows, extra
 
 
 def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -126,14 +152,15 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     # First as if term_counts had one row per (url, term), as it has when made from fragments; a user's
     # table that repeats one is found by the checks after and run again the grouped way.
     fast = "n_urls" in engine.columns("terms")
-    context = template_context(params) | {"rows_unique": fast}
-    rows, _ = run_sql(engine, stage, params, work, bags, context, sql_params)
+    file = sql_file(stage, params, grouped=not fast)
+    rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
     repeated = fast and (
         has_repeated_rows(output_path(work, stage.name), ("url_id", "term_hash"))
         or hidden_repeats(engine, params)
     )
     if repeated:
-        rows, _ = run_sql(engine, stage, params, work, bags, context | {"rows_unique": False}, sql_params)
+        file = sql_file(stage, params, grouped=True)
+        rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
     with_bag = scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
     return rows, {
         "urls": n_urls,
@@ -141,6 +168,7 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
         "urls_empty_bag": n_urls - with_bag,
         "repeated_rows_added_up": repeated,
         **row_accounting(engine, params, rows, grouped=repeated or not fast),
+        **extra,
     }
 
 
@@ -156,28 +184,24 @@ def _run_element_hashes(engine: Engine, stage: Stage, params: Params, work: Path
     max_copies = int(most)
     copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
     engine.register({"copies": str(copies)})
-    rows, _ = run_sql(engine, stage, params, work, bags)
-    return rows, {"max_copies": max_copies}
+    rows, extra = run_sql(engine, stage, params, work, bags)
+    extra[COMPILED].views["copies"] = parquet_view(work, str(copies))
+    return rows, {"max_copies": max_copies, **extra}
 
 
 def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     register(engine, work, stage.reads)
     family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
+    context = template_context(params)
     rows = engine.materialize(
-        sqlfiles.load(stage.sql),
-        {},
-        output_path(work, stage.name),
-        template_context(params),
-        stage.compression,
+        sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context, stage.compression
     )
-    return rows, {}
+    return rows, {COMPILED: Compiled(stage.sql, {}, context, input_views(work, stage.reads))}
 
 
-def band_context(params: Params, work: Path, engine: Engine) -> dict:
-    """The buckets stage's template values, in the engine's form (Engine.hashes_band_keys): one 64-bit band
-    key per table (sql/macros/band_keys.sql) and shared keys found by a sort, or the k values, grouped."""
-    hashed = engine.hashes_band_keys
-    context = template_context(params) | {"hashed_keys": hashed, "shared_by_sort": hashed}
+def band_context(params: Params, work: Path) -> dict:
+    """The buckets stage's template values (its LSH tables, also written to DIR/family/lsh_tables.parquet)."""
+    context = template_context(params)
     tables = [indices for _, indices in context["bands"]]
     family.write(family.lsh_tables_table(tables), work / "family" / "lsh_tables.parquet")
     return context
@@ -187,20 +211,26 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
     """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
     BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
     after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once."""
-    context = band_context(params, work, engine)
+    context = band_context(params, work)
     register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from signatures")
     bands = context["bands"]
     per_batch = batching.tables_per_batch(
         n_urls, len(bands), engine.band_batch(n_urls, batching.BAND_KEY_BYTES)
     )
-    sql = sqlfiles.load(stage.sql)
+    file = sql_file(stage, params, hashed_band_keys=engine.hashes_band_keys)
+    sql = sqlfiles.load(file)
     out = output_path(work, stage.name)
+    compiled = Compiled(file, {}, context, input_views(work, stage.reads))
     # what the tables promise, measured on them as drawn (the planner's or the user's -k and -l)
     recall = tables_recall(params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding)
-    extra = {"recall_at_threshold": round(recall, 4)}
+    extra = {"recall_at_threshold": round(recall, 4), COMPILED: compiled}
     if per_batch >= len(bands):
         return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1, **extra}
+    compiled.notes = (
+        f"The run took the {len(bands)} tables in batches of {per_batch} (the bands of one batch each time) "
+        "and wrote their union in this order: the same rows as this select of all tables at once.",
+    )
     batches = [
         context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
     ]
@@ -216,7 +246,7 @@ def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, ba
 
 
 def _run_bucket_sizes(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    rows, _ = run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
+    rows, extra = run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
     stats = row_of_output(
         engine,
         work,
@@ -226,7 +256,7 @@ def _run_bucket_sizes(engine: Engine, stage: Stage, params: Params, work: Path, 
         {"cap": params.max_bucket},
     )
     names = ("shared_buckets", "largest_bucket", "bucket_pairs", "bucket_pairs_emitted", "buckets_capped")
-    return rows, {name: int(v or 0) for name, v in zip(names, stats, strict=True)}
+    return rows, {**{name: int(v or 0) for name, v in zip(names, stats, strict=True)}, **extra}
 
 
 def min_hash_differences_fit_integer(path: Path) -> bool:
@@ -263,26 +293,54 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
         register(engine, work, stage.reads)
         first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
         n_ranges = batching.pair_ranges(last - first + 1, rows_per_range)
+    file = sql_file(stage, params)
     if n_ranges == 1:
-        rows, _ = run_sql(engine, stage, params, work, bags, context, sql_params)
-        return rows, {"blocks": 1}
+        rows, extra = run_sql(engine, stage, params, work, bags, context, sql_params, file)
+        return rows, {"blocks": 1, **extra}
     cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]
-    blocks = [
-        context | {"block": {"u_from": cuts[i], "u_to": cuts[i + 1], "v_from": cuts[j], "v_to": cuts[j + 1]}}
-        for i, j in itertools.combinations_with_replacement(range(n_ranges), 2)
-    ]
-    rows = materialize_in_parts(
-        engine,
-        sqlfiles.load(stage.sql),
-        sql_params,
-        blocks,
-        work / "tmp" / "pairs_blocks",
-        "select * from parts order by u_id, v_id",
-        output_path(work, stage.name),
-        stage.compression,
-        stage.name,
+    blocks = list(itertools.combinations_with_replacement(range(n_ranges), 2))
+    engine.register({f"{r}_all": input_paths(work, r) for r in BLOCKED})
+
+    def register_block(number: int) -> None:
+        """candidates, signatures and bags as the views of one block: its candidates, and the signatures and
+        bags of its two url_id ranges only (integers lshsql computed, never user text)."""
+        i, j = blocks[number]
+        u_from, u_to, v_from, v_to = cuts[i], cuts[i + 1], cuts[j], cuts[j + 1]
+        engine.view(
+            "candidates",
+            f"select * from candidates_all where u_id >= {u_from} and u_id < {u_to} "
+            f"and v_id >= {v_from} and v_id < {v_to}",
+        )
+        ranges = f"url_id >= {u_from} and url_id < {u_to} or url_id >= {v_from} and url_id < {v_to}"
+        for relation in ("signatures", "bags"):
+            engine.view(relation, f"select * from {relation}_all where {ranges}")
+
+    try:
+        rows = materialize_in_parts(
+            engine,
+            sqlfiles.load(file),
+            sql_params,
+            [context] * len(blocks),
+            work / "tmp" / "pairs_blocks",
+            "select * from parts order by u_id, v_id",
+            output_path(work, stage.name),
+            stage.compression,
+            stage.name,
+            prepare=register_block,
+        )
+    finally:  # the views of all rows again: DuckDB's temp views would shadow the next stages' inputs
+        for relation in BLOCKED:
+            engine.view(relation, f"select * from {relation}_all")
+    compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
+    compiled.notes = (
+        f"The run took the candidates in {len(blocks)} blocks of url_id ranges, with candidates, signatures "
+        "and bags as views of one block's rows at a time, and wrote their union in this order: the same "
+        "rows as this select of all candidates at once.",
     )
-    return rows, {"blocks": len(blocks)}
+    return rows, {"blocks": len(blocks), COMPILED: compiled}
+
+
+BLOCKED = ("candidates", "signatures", "bags")  # the pairs stage's inputs that a block restricts
 
 
 def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
@@ -293,6 +351,15 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     )
     rounds = center(engine) if params.clustering == "center" else components(engine)
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
+    round_file = "60_center_round.sql" if params.clustering == "center" else "61_component_round.sql"
+    compiled = Compiled(
+        stage.sql,
+        views=input_views(work, ("urls", "bags")),
+        notes=(
+            f"assignments(node, center) is the result of {rounds} rounds of sql/{round_file} over the pairs, "
+            "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",
+        ),
+    )
     stats = row_of_output(
         engine,
         work,
@@ -304,6 +371,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
         "clusters": stats[0],
         "largest_cluster": stats[1] or 0,
         "singletons": stats[2],
+        COMPILED: compiled,
     }
 
 
@@ -311,6 +379,14 @@ def _run_cluster_labels(engine: Engine, stage: Stage, params: Params, work: Path
     """Labels of the clusters (sql/63_cluster_labels.sql); an empty surface_forms when the folder has none."""
     register(engine, work, tuple(r for r in stage.reads if r != "surface_forms"))
     forms = work / labels.SURFACE_FORMS
+    views = input_views(work, tuple(r for r in stage.reads if r != "surface_forms"))
+    views["surface_forms"] = (
+        parquet_view(work, str(forms))
+        if forms.exists()
+        else "select cast(null as varchar) as term, cast(null as varchar) as word, cast(null as bigint) as n "
+        "where false"
+    )
+    compiled = Compiled(labels.SQL, {"n_terms": labels.LABEL_TERMS, "min_size": 2}, None, views)
     with_words = forms.exists()
     if with_words:
         engine.register({"surface_forms": str(forms)})
@@ -322,7 +398,7 @@ def _run_cluster_labels(engine: Engine, stage: Stage, params: Params, work: Path
         )
     params = {"n_terms": labels.LABEL_TERMS, "min_size": 2}
     rows = engine.materialize(sqlfiles.load(labels.SQL), params, output_path(work, stage.name))
-    return rows, {"surface_forms": with_words}
+    return rows, {"surface_forms": with_words, COMPILED: compiled}
 
 
 RUNNERS = {

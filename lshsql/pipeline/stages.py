@@ -1,8 +1,11 @@
 """The stage registry: each SQL stage after extraction, in run order, with the relations it reads and the
-parameters its output depends on; where a relation's Parquet file is; the values stage templates render with.
+parameters its output depends on; which of its files of `sql/` a run takes (sql_file); where a relation's
+Parquet file is; the values stage templates render with.
 
 Each stage reads named relations (earlier stages' Parquet in the work folder), runs one file of `sql/` and
-writes `DIR/<name>.parquet`. Its runner is in runners.py (RUNNERS), the loop that runs them in runner.py.
+writes `DIR/<name>.parquet`. A stage with two algorithms has one file per algorithm (its `variants`), and
+sql_file picks the one for the parameters and what the runner found in the data. Its runner is in
+runners.py (RUNNERS), the loop that runs them in runner.py.
 """
 
 from __future__ import annotations
@@ -21,17 +24,30 @@ Log = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Stage:
-    """One SQL stage: its file, the relations it reads and the parameters its output depends on."""
+    """One SQL stage: its file, the relations it reads and the parameters its output depends on; `variants`
+    names its other files, one per algorithm, by what selects them (sql_file)."""
 
     name: str
     sql: str
     reads: tuple[str, ...]
     fields: tuple[str, ...] = ()
     compression: str = "zstd"
+    variants: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file of `sql/` the stage may run: its own, then its variants'."""
+        return (self.sql, *(file for _, file in self.variants))
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("term_counts", "10_term_counts.sql", ("fragments",), ("unit", "aliases")),
+    Stage(
+        "term_counts",
+        "10_term_counts.sql",
+        ("fragments",),
+        ("unit", "aliases"),
+        variants=(("mapped", "10_term_counts_mapped.sql"),),
+    ),
     Stage("urls", "15_urls.sql", ("term_counts",)),
     Stage("terms", "18_terms.sql", ("term_counts",)),
     Stage(
@@ -40,6 +56,7 @@ STAGES: tuple[Stage, ...] = (
         ("term_counts", "urls", "terms"),
         ("weighting", "min_df", "max_df", "scale"),
         compression="uncompressed",
+        variants=(("grouped", "20_bags_grouped.sql"),),
     ),
     Stage("element_hashes", "25_element_hashes.sql", ("bags",)),
     Stage(
@@ -50,10 +67,22 @@ STAGES: tuple[Stage, ...] = (
         # min-hashes barely compress and buckets reads some of them once a batch: uncompressed reads faster
         compression="uncompressed",
     ),
-    Stage("buckets", "35_buckets.sql", ("signatures",), ("k", "l", "banding", "seed")),
+    Stage(
+        "buckets",
+        "35_buckets.sql",
+        ("signatures",),
+        ("k", "l", "banding", "seed"),
+        variants=(("portable", "35_buckets_grouped.sql"),),
+    ),
     Stage("candidates", "40_candidates.sql", ("buckets",), ("max_bucket",)),
     Stage("bucket_sizes", "41_bucket_sizes.sql", ("buckets",), ("max_bucket",)),
-    Stage("pairs", "50_pairs.sql", ("candidates", "signatures", "urls", "bags"), ("threshold", "verify")),
+    Stage(
+        "pairs",
+        "50_pairs.sql",
+        ("candidates", "signatures", "urls", "bags"),
+        ("threshold", "verify"),
+        variants=(("estimated", "50_pairs_estimated.sql"),),
+    ),
     Stage("clusters", "62_clusters.sql", ("pairs", "urls", "bags"), ("clustering",)),
     Stage("cluster_labels", "63_cluster_labels.sql", ("clusters", "bags", "terms", "urls", "surface_forms")),
 )
@@ -61,6 +90,30 @@ STAGES: tuple[Stage, ...] = (
 
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
 BAGS_SOURCE_SQL = "10_term_counts_from_bags.sql"
+
+
+def sql_file(
+    stage: Stage | str,
+    params: Params,
+    hashed_band_keys: bool = True,
+    mapped: bool = False,
+    grouped: bool = False,
+) -> str:
+    """The file of `sql/` a stage runs, one per algorithm: term_counts maps URLs (aliases to apply, or a
+    unit other than url: `mapped`, which the runner decides from the data too); bags adds up repeated
+    (url, term) rows (`grouped`: the runner found term_counts repeats one); buckets groups the min-hash
+    values themselves on an engine that does not hash band keys (`portable`, Engine.hashes_band_keys: Spark)
+    where DuckDB's form sorts one hashed key; pairs keeps the signatures' estimate with verify off."""
+    if isinstance(stage, str):
+        stage = next(s for s in STAGES if s.name == stage)
+    variants = dict(stage.variants)
+    chosen = {
+        "mapped": mapped,
+        "grouped": grouped,
+        "portable": not hashed_band_keys,
+        "estimated": not params.verify,
+    }
+    return next((file for variant, file in variants.items() if chosen[variant]), stage.sql)
 
 
 def output_path(work: Path, relation: str) -> Path:
@@ -82,7 +135,8 @@ def input_paths(work: Path, relation: str) -> str | list[str]:
 
 
 def template_context(params: Params) -> dict:
-    """Values the stage templates are rendered with: integers derived from the parameters and the seed."""
+    """Values the stage templates are rendered with: integers derived from the parameters and the seed (the
+    unrolled forms: one column per min-hash, one branch per LSH table)."""
     tables = family.lsh_tables(params)
     return {
         "hashes": range(params.num_perm),
@@ -90,13 +144,5 @@ def template_context(params: Params) -> dict:
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
-        "hashed_keys": False,
-        "shared_by_sort": False,  # buckets: set by its runner on DuckDB
-        "block": None,  # pairs: set by its runner to one block of url_id ranges
         "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
-        "verify": params.verify,
-        "normalize": params.weighting != "none",
-        "rows_unique": False,  # bags: set by its runner, which checks the assumption
-        "map_urls": params.unit != "url" or params.aliases,  # term_counts; the runner checks the data
-        "aliases": params.aliases,
     }

@@ -28,6 +28,7 @@ from lshsql.pipeline import output_path
 
 EVAL_DIR = "eval"
 TRUTH_SQL = "70_truth.sql"
+TRUTH_ALL = {"batches": 1, "batch": 0}  # sql/70_truth.sql's batch parameters for all pairs at once
 NEIGHBOURS = 10
 BINS = 10
 REQUIRED = ("bags", "urls", "candidates", "pairs")
@@ -55,10 +56,19 @@ def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches:
     out = work / EVAL_DIR / "truth.parquet"
     sql, params = sqlfiles.load(TRUTH_SQL), {"threshold": float(threshold)}
     if batches == 1:
-        return engine.materialize(sql, params, out)
-    contexts = [{"batches": batches, "batch": batch} for batch in range(batches)]
+        return engine.materialize(sql, params | TRUTH_ALL, out)
+    part_params = [{"batches": batches, "batch": batch} for batch in range(batches)]
     union = "select * from parts order by u_id, v_id"
-    return materialize_in_parts(engine, sql, params, contexts, work / EVAL_DIR / "truth_batches", union, out)
+    return materialize_in_parts(
+        engine,
+        sql,
+        params,
+        [None] * batches,
+        work / EVAL_DIR / "truth_batches",
+        union,
+        out,
+        part_params=part_params,
+    )
 
 
 @workdir.writer

@@ -227,7 +227,8 @@ def _level(engine: Engine, r: int, params: HierarchyParams, run_params: Params) 
             "num_perm": m,
             "threshold": threshold,
         }
-        pairs = engine.to_table(sqlfiles.load("50_pairs.sql"), pairs_params, "level_pairs", context)
+        pairs_sql = sqlfiles.load(pipeline.sql_file("pairs", level_params))
+        pairs = engine.to_table(pairs_sql, pairs_params, "level_pairs", context)
     if pairs:
         merges = engine.to_table(
             sqlfiles.load("81_merges.sql"), {"level": r, "threshold": threshold}, "level_merges"
@@ -264,7 +265,7 @@ def _merge_clusters(engine: Engine) -> None:
 
 def _exact_merges(engine: Engine, work: Path, params: HierarchyParams) -> None:
     """Every pair with exact weighted Jaccard >= t of the flattened bags (what --verify measures): an edge."""
-    from lshsql.tools.evaluate import TRUTH_SQL, register_flattened_bags
+    from lshsql.tools.evaluate import TRUTH_ALL, TRUTH_SQL, register_flattened_bags
 
     n_urls = engine.scalar("select count(*) from signatures")
     if n_urls > MAX_EXACT_URLS:
@@ -272,7 +273,7 @@ def _exact_merges(engine: Engine, work: Path, params: HierarchyParams) -> None:
             f"{n_urls} documents: the exact single-link reference is for at most {MAX_EXACT_URLS:,}"
         )
     register_flattened_bags(engine, Path(pipeline.input_paths(work, "bags")))
-    engine.to_table(sqlfiles.load(TRUTH_SQL), {"threshold": params.threshold}, "truth")
+    engine.to_table(sqlfiles.load(TRUTH_SQL), {"threshold": params.threshold, **TRUTH_ALL}, "truth")
     engine.append(
         "all_merges",
         "select cast(null as integer), cast($t as double), u_id, v_id, u_id, v_id, jaccard from truth",

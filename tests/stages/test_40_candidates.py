@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from lshsql.lsh.scurve import resolve
@@ -103,12 +101,13 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     assert combined == ["buckets"]  # the batched run's
 
 
-def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypatch):
-    """On DuckDB a table's k values are one 64-bit hash (sql/macros/band_keys.sql) and the shared keys are
-    found by sorting the band keys; Spark's form keeps the k values and groups them. All four combinations
-    give the same buckets (named by their smallest url_id, not by the key), so the same candidates and
-    bucket sizes, capped buckets too. Half the URLs draw from few values (big buckets), half from many (keys
-    of one URL, next to shared ones in key order)."""
+def test_both_files_of_the_buckets_stage_give_the_same_rows(tmp_path, monkeypatch):
+    """On DuckDB (sql/35_buckets.sql) a table's k values are one 64-bit hash (sql/macros/band_keys_hashed.sql)
+    and the shared keys are found by sorting the band keys; the portable file Spark runs
+    (sql/35_buckets_grouped.sql) keeps the k values and groups them. Both give the same buckets (named by
+    their smallest url_id, not by the key), so the same candidates and bucket sizes, capped buckets too.
+    Half the URLs draw from few values (big buckets), half from many (keys of one URL, next to shared ones
+    in key order)."""
     import numpy as np
 
     from lshsql.pipeline import runners
@@ -119,20 +118,22 @@ def test_every_form_of_the_buckets_stage_gives_the_same_rows(tmp_path, monkeypat
         for i in range(1, 160)
     ]
     params = resolve(Params(num_perm=9, k=3, l=7, max_bucket=4), True)
-    band_context = runners.band_context
+    sql_file = runners.sql_file
     results = {}
-    for hashed, by_sort in itertools.product((True, False), (True, False)):
-        forced = {"hashed_keys": hashed, "shared_by_sort": by_sort}
+    for portable in (False, True):
         monkeypatch.setattr(
-            runners, "band_context", lambda p, w, engine, f=forced: band_context(p, w, engine) | f
+            runners,
+            "sql_file",
+            lambda stage, p, hashed=not portable, **kw: sql_file(
+                stage, p, **(kw | {"hashed_band_keys": hashed})
+            ),
         )
-        work = tmp_path / f"hashed{hashed}_sort{by_sort}"
-        results[hashed, by_sort] = lsh(work, params, signatures)
-    buckets, rows, sizes = results[True, True]
+        results[portable] = lsh(tmp_path / f"portable{portable}", params, signatures)
+    buckets, rows, sizes = results[False]
     assert len(rows) > 500 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
     members = {(r["band"], r["url_id"]) for r in buckets}
     assert {r["n_members"] for r in buckets} >= {2, 3} and 159 * 7 - len(members) > 100  # keys of one URL
-    assert all(result == results[True, True] for result in results.values())
+    assert results[True] == results[False]
 
 
 def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
@@ -140,10 +141,10 @@ def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
     from lshsql.engines.base import DuckDBEngine, SparkEngine
 
     params = resolve(Params(num_perm=9, k=3, l=7), True)
+    context = pipeline.band_context(params, tmp_path)
     for engine, hashed in ((DuckDBEngine(None), True), (SparkEngine(None), False)):  # no connection needed
-        context = pipeline.band_context(params, tmp_path, engine)
-        assert context["hashed_keys"] is hashed and context["shared_by_sort"] is hashed
-        text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), context)
+        file = pipeline.sql_file("buckets", params, hashed_band_keys=engine.hashes_band_keys)
+        text = sqlfiles.render(sqlfiles.load(file), context)
         assert ("hash(" in text) is hashed
         assert ("lag(" in text) is hashed and ("group by" in text) is not hashed  # a sort, or a group
         assert ("key3" in text) is not hashed  # the k = 3 values, or the one hashed key

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lshsql.lsh.scurve import resolve
@@ -96,19 +98,21 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
             url = f"http://site{(7 * group + 3 * int(member[0])) % 20:02d}.example/{group}-{member}"
             rows += [{"url": url, "term": f"t{term}"} for term in base[rng.random(30) > 0.15]]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
-    blocks = []
-    materialize = engine.DuckDBEngine.materialize
-    monkeypatch.setattr(
-        engine.DuckDBEngine,
-        "materialize",
-        lambda self, sql, params, out, context=None, *a: (
-            ((context or {}).get("block") and blocks.append(context["block"]))
-            or materialize(self, sql, params, out, context, *a)
-        ),
-    )
+    blocks = []  # the runner's views of each block's candidates
+    view = engine.DuckDBEngine.view
+
+    def block_view(self, name, select, params=None):
+        bounds = re.search(r"u_id >= (\d+) and u_id < (\d+) and v_id >= (\d+) and v_id < (\d+)", select)
+        if name == "candidates" and bounds:  # not the view of all candidates put back after the blocks
+            blocks.append(
+                dict(zip(("u_from", "u_to", "v_from", "v_to"), map(int, bounds.groups()), strict=True))
+            )
+        return view(self, name, select, params)
+
+    monkeypatch.setattr(engine.DuckDBEngine, "view", block_view)
     params = Params(weighting="none", threshold=0.5, verify=verify)
     resources = db.Resources(memory_limit="1GB", threads=2)
-    results = {}
+    results, clusters = {}, {}
     for blocked in (False, True):
         if blocked:
             monkeypatch.setattr(batching, "PAIR_BLOCK_URLS", 7)
@@ -116,10 +120,12 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
         pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
         with duckdb.connect() as con:
             results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
+            # the stages after read all bags again, not the last block's view of them
+            clusters[blocked] = con.read_parquet(str(work / "clusters.parquet")).fetchall()
         assert manifest.read(work)["stages"]["pairs"]["blocks"] == (78 if blocked else 1)
         assert not (work / "tmp" / "pairs_blocks").exists()
     assert len(blocks) == 78  # url_ids 1..80 in 12 ranges of at most 7: 12 * 13 / 2 blocks, each run once
-    assert results[True] == results[False]
+    assert results[True] == results[False] and clusters[True] == clusters[False]
     columns = ("u", "v", "similarity", "n_agree", "n_bands", "u_id", "v_id", "jaccard")
     found = [dict(zip(columns, row, strict=True)) for row in results[True]]
     homes = [

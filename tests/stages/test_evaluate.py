@@ -79,11 +79,10 @@ def con():
         yield connection
 
 
-def truth_rows(con, bags: dict[int, dict[str, float]], threshold: float, hash_of=distinct_hash, context=None):
+def truth_rows(con, bags: dict[int, dict[str, float]], threshold: float, hash_of=distinct_hash, batch=(1, 0)):
     con.register("bags", bags_table(bags, hash_of))
-    query, bound = sqlfiles.final_select(
-        con, sqlfiles.load("70_truth.sql"), {"threshold": threshold}, context
-    )
+    params = {"threshold": threshold, "batches": batch[0], "batch": batch[1]}
+    query, bound = sqlfiles.final_select(con, sqlfiles.load("70_truth.sql"), params)
     rows = con.execute(query, bound).fetchall()
     con.unregister("bags")
     return rows
@@ -180,9 +179,7 @@ def test_truth_equals_brute_force(con, bags, threshold):
 @given(bags=weighted_bags(), threshold=THRESHOLDS, batches=st.integers(2, 4))
 def test_truth_in_batches_is_the_truth(con, bags, threshold, batches):
     """Each batch keeps the pairs whose smaller bag has url_id % batches = batch: together, every pair once."""
-    parts = [
-        truth_rows(con, bags, threshold, context={"batches": batches, "batch": b}) for b in range(batches)
-    ]
+    parts = [truth_rows(con, bags, threshold, batch=(batches, b)) for b in range(batches)]
     assert sorted(row for part in parts for row in part) == brute_force(bags, threshold)
 
 
