@@ -131,9 +131,8 @@ def materialize(
     context: dict | None = None,
     compression: str = "zstd",
 ) -> int:
-    """Copy the stage's final select to one Parquet file (ordered, so byte-identical on re-runs). zstd by
-    default; uncompressed for the biggest table, bags: its 17M rows of hashes at 100k documents are written
-    in 1.0 s instead of 1.5 s (snappy) or 1.6 s (zstd), and snappy made them only 9% smaller."""
+    """Copy the stage's final select to one Parquet file (ordered, so byte-identical on re-runs), zstd
+    unless the stage says otherwise (bags and signatures: hashes barely compress, see bench/RESULTS.md)."""
     if compression not in COMPRESSIONS:
         raise StageError(f"unknown compression {compression}")
     query, bound = final_select(con, sql, params, context)

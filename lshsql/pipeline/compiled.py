@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql import __version__, manifest, sqlfiles, workdir
@@ -69,8 +71,18 @@ def user_bags_view(work: Path, path: Path) -> str:
     """The select of the view user_bags(url, term, weight) of a user's bags table, as the runner makes it."""
     from lshsql.pipeline.inputs import user_bags_columns
 
-    columns = pq.read_schema(path).names
-    return f"select {user_bags_columns(columns)} from read_parquet({_literal(_relative(work, path))})"
+    return f"select {user_bags_columns(_columns(path))} from read_parquet({_literal(_relative(work, path))})"
+
+
+def _columns(path: Path) -> list[str]:
+    """The column names of a Parquet file; by DuckDB's reader when pyarrow cannot read its schema (a
+    damaged ARROW:schema entry, which DuckDB ignores, as the run that read the file did)."""
+    try:
+        return pq.read_schema(path).names
+    except (OSError, ValueError, pa.ArrowException):
+        with duckdb.connect(config={"threads": 1, "memory_limit": "256MB"}) as con:
+            described = con.execute("describe select * from read_parquet($p)", {"p": str(path)}).fetchall()
+        return [row[0] for row in described]
 
 
 def text(work: Path, stage: str, compiled: Compiled) -> str:

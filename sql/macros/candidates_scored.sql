@@ -9,13 +9,11 @@ signature_u.h{{ i }} - signature_v.h{{ i }}
 cast(signature_u.h{{ i }} as bigint) - signature_v.h{{ i }}
 {%- endif -%}
 {%- endmacro -%}
--- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1. The sign is a TINYINT,
--- the cheapest form on DuckDB 2.0: at 100k documents (2.3M candidates) this file took 0.94 s, 1.02 s with
--- a CASE or a cast of the comparison, and 1.25 s with 1 - least(|h_u - h_v|, 1). The difference is an
--- INTEGER when the runner finds, by the signatures' Parquet statistics, that it cannot overflow (the
--- pipeline's min-hashes are in [0, 2^31)); otherwise (a table of one's own may hold any int32, and
--- -2^31 - (2^31 - 1) overflows an INTEGER) a BIGINT, 2 % slower at 1M URLs and 10-14 % at 10M. xor() was
--- 10 % slower at 100k. TINYINTs add up to 127 at most: summed 100 at a time.
+-- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1: a TINYINT sign is the
+-- cheapest form measured on DuckDB 2.0 (bench/RESULTS.md). The difference is an INTEGER when the runner
+-- finds, by the signatures' Parquet statistics, that it cannot overflow (the pipeline's min-hashes are in
+-- [0, 2^31)); otherwise (a table of one's own may hold any int32, and -2^31 - (2^31 - 1) overflows an
+-- INTEGER) a BIGINT. TINYINTs add up to 127 at most: summed 100 at a time.
 candidates_scored as (
     select
         candidates.u_id,
