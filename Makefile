@@ -35,10 +35,10 @@ demo: $(VENV)/.demo  ## Run the pipeline on the bundled example crawl and print 
 	$(BIN)/lshsql clusters --work $(WORK) --limit 10
 
 test: $(VENV)/.test  ## The everyday loop: every test but the slow and Spark ones (uses ../shared/data where present)
-	$(BIN)/python -m pytest -m "not slow and not spark"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not spark"
 
 test-all: $(VENV)/.test-all  ## Every test: the slow ones (long fuzzing, real crawls) and the Spark engine too (CI runs this)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --hypothesis-profile thorough
 
 lint: install  ## ruff check and format check; import-linter's layer and no-cycle contracts (pyproject.toml); sqlfluff on sql/ (.sqlfluff)
 	$(BIN)/pip install --quiet ruff import-linter sqlfluff

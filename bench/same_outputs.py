@@ -30,10 +30,27 @@ CRAWLS = (
 )
 
 
+def check_imports(checkout: Path) -> None:
+    """Stop unless `lshsql` imported with PYTHONPATH=checkout is that checkout's code."""
+    env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
+    found = subprocess.run(
+        [sys.executable, "-P", "-c", "import lshsql; print(lshsql.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(checkout.resolve()):
+        raise SystemExit(f"{checkout}: lshsql imports {found} instead")
+
+
 def run(checkout: Path, args: list[str]) -> None:
     """`lshsql ARGS` with the code of `checkout`."""
     env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
-    result = subprocess.run([sys.executable, "-m", "lshsql", *args], env=env, capture_output=True, text=True)
+    # -P: `python -m` would otherwise put the current folder first on sys.path, so run from a checkout
+    # both sides would import that checkout's lshsql
+    command = [sys.executable, "-P", "-m", "lshsql", *args]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode:
         raise SystemExit(f"{checkout}: lshsql {' '.join(args)} failed:\n{result.stderr}")
 
@@ -71,7 +88,9 @@ def cases(out: Path) -> dict[str, list[str]]:
         )
     runs = {Path(crawl).name: [str(SHARED / crawl)] for crawl in CRAWLS if (SHARED / crawl).exists()}
     runs["example"] = [str(Path(__file__).resolve().parents[1] / "examples" / "crawl.warc.gz")]
+    runs["example-hosts"] = [*runs["example"], "--unit", "host", "--no-aliases"]
     runs["bags"] = ["--bags", str(bags / "docs.parquet"), "--threshold", "0.5"]
+    runs["bags-sets-estimated"] = [*runs["bags"], "--weighting", "none", "--no-verify"]
     return runs
 
 
@@ -81,6 +100,8 @@ def main() -> int:
     parser.add_argument("after", type=Path, help="checkout of the code after it")
     parser.add_argument("--out", type=Path, required=True, help="scratch folder for both runs")
     args = parser.parse_args()
+    check_imports(args.before)
+    check_imports(args.after)
     different = 0
     for name, arguments in cases(args.out).items():
         outputs = {}

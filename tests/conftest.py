@@ -8,6 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests on DuckDB take their number of examples from the profile: `make test` runs a fixed few
+# (derandomized, the same every run), `make test-all` (--hypothesis-profile thorough) many more, at random.
+settings.register_profile("everyday", max_examples=30, derandomize=True)
+settings.register_profile("thorough", max_examples=200)
+settings.load_profile("everyday")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"

@@ -259,6 +259,7 @@ def test_the_stage_options_of_run_and_stage_are_made_from_the_params_fields():
     assert options["hierarchy"]["seed"].help == "Seed of the hash family and LSH tables [1]."
 
 
+@pytest.mark.slow  # three runs of the example crawl; params_for's rules: tests/stages/test_remembered.py
 def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
     """Options not given keep the values of the last run in the folder: extraction's too. A second `run`
     without --window, --buckets or --extra-stopwords does not extract again with the defaults; one giving
@@ -285,6 +286,7 @@ def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
     assert again["extra_stopword_words"] == ["python"]
 
 
+@pytest.mark.slow  # three runs of the example crawl; params_for's rules: tests/stages/test_remembered.py
 def test_run_recall_is_the_planners_and_kept(tmp_path):
     """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, other
     tables and less expected work (l * N band keys and the weighted candidates; not always fewer tables, as

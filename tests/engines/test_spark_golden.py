@@ -202,15 +202,20 @@ def test_buckets_candidates_and_bucket_sizes(engines):
             engines.inputs[relation] = str(engines.work / "duckdb" / f"{relation}.parquet")
 
 
-@pytest.mark.parametrize("verify", [True, False])
-def test_pairs(engines, verify):
+def pairs_of(engines, verify: bool) -> list[dict]:
+    """The pairs stage's file for `verify` on both engines (after the stages before it, if no test made them)."""
     bags_and_signatures(engines)
     if "candidates" not in engines.inputs:
         lsh_stages(engines, PARAMS)
     params = resolve(Params(num_perm=16, k=2, l=6, threshold=0.3, verify=verify, seed=3), False)
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     file = pipeline.sql_file("pairs", params)
-    rows = engines.run(file, sql_params, template_context(params), "pairs" if verify else "pairs_nv")
+    return engines.run(file, sql_params, template_context(params), "pairs" if verify else "pairs_nv")
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_pairs(engines, verify):
+    rows = pairs_of(engines, verify)
     assert rows and all(r["similarity"] >= (0.3 if verify else 0) for r in rows)
 
 
@@ -226,7 +231,7 @@ def test_pairs_on_test_50s_tables(spark, tmp_path):
 
 def edges_of(engines) -> list[dict]:
     if "pairs" not in engines.inputs:
-        test_pairs(engines, True)
+        pairs_of(engines, True)
     pairs = pq.read_table(engines.inputs["pairs"]).to_pylist()
     edges = [{"src": p["u_id"], "dst": p["v_id"]} for p in pairs] + [
         {"src": p["v_id"], "dst": p["u_id"]} for p in pairs
@@ -311,8 +316,9 @@ def spark_components(spark) -> int:
     return rounds
 
 
-@pytest.mark.parametrize("clustering", ["center", "components"])
-def test_loops_and_clusters(engines, spark, clustering):
+def clusters_of(engines, spark, clustering: str) -> tuple[int, int, list[tuple], list[dict]]:
+    """CENTER or components on both engines over the pairs' edges (and a chain), then the clusters stage:
+    Spark's rounds, DuckDB's rounds, their assignments (equal, or this fails) and the clusters rows."""
     edges = edges_of(engines)
     engines.table("edges", edges, EDGE_SCHEMA)
     engine.register_inputs(spark, {"edges": engines.inputs["edges"]})
@@ -328,11 +334,17 @@ def test_loops_and_clusters(engines, spark, clustering):
             "copy (select * from assignments order by node) to $p (format parquet)", {"p": str(path)}
         ).fetchall()
     spark_rows = sorted(tuple(r) for r in spark.sql("select node, center from assignments").collect())
-    assert rounds == duck_rounds and spark_rows == duck and len(duck) >= 5
-    assert (105, 101 if clustering == "components" else 105) in duck
+    assert spark_rows == duck
     engines.inputs["assignments"] = str(path)
     # the clusters stage: urls with bags, those in no pair alone; extra nodes of the chain have no url
-    rows = engines.run("62_clusters.sql", out=f"clusters_{clustering}")
+    return rounds, duck_rounds, duck, engines.run("62_clusters.sql", out=f"clusters_{clustering}")
+
+
+@pytest.mark.parametrize("clustering", ["center", "components"])
+def test_loops_and_clusters(engines, spark, clustering):
+    rounds, duck_rounds, assignments, rows = clusters_of(engines, spark, clustering)
+    assert rounds == duck_rounds and len(assignments) >= 5
+    assert (105, 101 if clustering == "components" else 105) in assignments
     assert any(r["size"] > 1 for r in rows)
 
 
@@ -383,7 +395,7 @@ def test_cluster_labels_and_mirrors(engines):
     """63_cluster_labels (ln, a DECIMAL sum, ties broken by row_number) and 90_mirrors (a regexp) on the
     CENTER clusters of the chain above."""
     if "clusters_center" not in engines.inputs:
-        test_loops_and_clusters(engines, engines.spark, "center")
+        clusters_of(engines, engines.spark, "center")
     engines.inputs["clusters"] = engines.inputs["clusters_center"]
     terms = pq.read_table(engines.inputs["terms"]).to_pylist()
     forms = [

@@ -201,14 +201,14 @@ def test_center_sql_on_fixed_graphs_that_pass():
 
 # CHAIN (pairs 1-2, 2-3, 3-5, 4-5) once gave 5 -> center 4: a node joined a center of the current round
 # although a smaller, still undecided neighbour became a center later. The sequential scan gives 5 -> 3.
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @example(CHAIN)
 @given(graphs())
 def test_center_equals_the_sequential_scan(graph):
     check(graph, "center", center_reference)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @example(CHAIN)
 @example(PATH_40)
 @example((1, frozenset()))
@@ -217,7 +217,7 @@ def test_components_equal_union_find(graph):
     check(graph, "components", components_reference)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @example(CHAIN)
 @given(graphs())
 def test_center_sql_picks_the_scans_centers(graph):

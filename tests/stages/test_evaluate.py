@@ -167,7 +167,7 @@ THRESHOLDS = st.one_of(
 )
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bags=weighted_bags(), threshold=THRESHOLDS)
 @example(bags={1: {"a": 1.0, "b": 1.0}, 2: {"b": 1.0}, 3: {"b": 1.0}}, threshold=0.5)
 def test_truth_equals_brute_force(con, bags, threshold):
@@ -175,7 +175,7 @@ def test_truth_equals_brute_force(con, bags, threshold):
     assert rows == brute_force(bags, threshold)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bags=weighted_bags(), threshold=THRESHOLDS, batches=st.integers(2, 4))
 def test_truth_in_batches_is_the_truth(con, bags, threshold, batches):
     """Each batch keeps the pairs whose smaller bag has url_id % batches = batch: together, every pair once."""
@@ -183,7 +183,7 @@ def test_truth_in_batches_is_the_truth(con, bags, threshold, batches):
     assert sorted(row for part in parts for row in part) == brute_force(bags, threshold)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     shared_weights=st.lists(NICE_WEIGHTS | st.sampled_from([0.1, 0.05, 0.02]), min_size=1, max_size=30),
     own_u=st.lists(ANY_WEIGHTS, max_size=8),
@@ -223,7 +223,7 @@ def test_tight_pairs_of_every_size_ratio(con, t):
     assert [(u, v) for u, v, _ in rows] == [(2 * i + 1, 2 * i + 2) for i in range(pairs)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(bags=weighted_bags(), threshold=THRESHOLDS)
 def test_first_shared_term_is_in_both_prefixes(bags, threshold):
     """The documented rule, checked with exact fractions: J >= t puts the first shared term (in the order
@@ -449,7 +449,7 @@ def test_cluster_metrics_multi_label_hand_worked():
     assert m["inverse_purity"] == pytest.approx(5 / 6)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 3), st.frozensets(st.integers(0, 3), min_size=1, max_size=3)),
@@ -485,7 +485,7 @@ def test_ari_special_cases():
     assert adjusted_rand_index(0, 0, 6, 6) == 0.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=2, max_size=25))
 def test_cluster_metrics_equal_pair_counting(assignments):
     """Pairwise scores and ARI against counting every pair of URLs, and ARI against the pair confusion

@@ -337,7 +337,7 @@ def test_sources_expand_folders_and_globs_in_order(tmp_path):
     [
         (b"", "empty file"),
         (b"hello world", "not a WARC, ARC or JSON Lines file"),
-        (gzip.compress(b"hello world"), "not a WARC, ARC or JSON Lines file"),
+        (gzip.compress(b"hello world", mtime=0), "not a WARC, ARC or JSON Lines file"),
     ],
 )
 def test_files_that_are_not_crawls_are_refused(tmp_path, content, message):

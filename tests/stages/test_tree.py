@@ -206,7 +206,7 @@ def scipy_centers(leaves: list[int], edges: list[tuple], threshold: float) -> di
     return {int(ids[i]): int(smallest[label[i]]) for i in range(len(ids))}
 
 
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @given(graphs(), st.lists(THRESHOLDS, min_size=1, max_size=4))
 def test_cut_equals_connected_components(graph, thresholds):
     leaves, edges = graph
@@ -231,7 +231,7 @@ def test_cut_equals_connected_components(graph, thresholds):
             assert all(r["is_center"] == (r["url_id"] == r["center_id"]) for r in cut)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @given(graphs())
 def test_merges_are_a_maximum_spanning_forest(graph):
     leaves, edges = graph
@@ -250,7 +250,7 @@ def test_merges_are_a_maximum_spanning_forest(graph):
     assert all((r["u_id"], r["v_id"], r["similarity"], r["level"]) in {e[:4] for e in edges} for r in merges)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @given(graphs(), st.randoms(use_true_random=False))
 def test_tree_is_monotone_nested_and_deterministic(graph, random):
     leaves, edges = graph
