@@ -16,11 +16,7 @@ import math
 import re
 from html import escape
 from pathlib import Path
-
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from typing import TYPE_CHECKING
 
 from lshsql import __version__, manifest, workdir
 from lshsql.engines import duckdb as db
@@ -28,6 +24,9 @@ from lshsql.errors import InputError, one_line
 from lshsql.lsh.scurve import collision_probability, tables_recall
 from lshsql.pipeline import output_path
 from lshsql.tools import explore
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REPORT = "report.html"
 EVAL = Path("eval") / "eval.json"
@@ -224,6 +223,9 @@ def _flatten(data: object, prefix: str = "") -> tuple[list[tuple[str, float]], l
 
 def _svg(fig: Figure, name: str) -> str:
     """The figure as an inline <svg> element: deterministic ids, no XML prolog, no metadata block."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"lshsql-report-{name}"}):
@@ -235,6 +237,8 @@ def _svg(fig: Figure, name: str) -> str:
 
 
 def _figure(width: float = 8.0, height: float = 3.6) -> Figure:
+    from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height), dpi=72, layout="constrained")
 
 
@@ -248,6 +252,8 @@ def _scurve_svg(
 ) -> tuple[str, float]:
     """The S-curve of the run's tables with the recall at the threshold. Random tables share min-hashes and
     collide less often than the closed form says: their measured curve is drawn over it."""
+    import matplotlib
+
     recall = tables_recall(threshold, k, l, num_perm, seed, banding)
     xs = [i / 400 for i in range(401)]
     with matplotlib.rc_context(RC):
@@ -285,6 +291,8 @@ def _scurve_svg(
 
 
 def _similarity_svg(stats: dict, num_perm: int, threshold: float) -> str:
+    import matplotlib
+
     verified = bool(stats["estimate"])
     estimate_label = f"min-hash estimate (agreeing / {num_perm})"
     with matplotlib.rc_context(RC):
@@ -320,6 +328,9 @@ def _similarity_svg(stats: dict, num_perm: int, threshold: float) -> str:
 
 
 def _sizes_svg(stats: dict) -> str:
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter
+
     with matplotlib.rc_context(RC):
         fig = _figure()
         ax = fig.add_subplot()
@@ -339,6 +350,8 @@ def _sizes_svg(stats: dict) -> str:
 
 
 def _timings_svg(rows: list[tuple]) -> str:
+    import matplotlib
+
     names = [r[0] for r in rows]
     seconds = [r[2] or 0.0 for r in rows]
     with matplotlib.rc_context({**RC, "axes.grid.axis": "x"}):
@@ -358,6 +371,9 @@ def _timings_svg(rows: list[tuple]) -> str:
 
 
 def _series_svg(name: str, values: list, edges: list | None) -> str:
+    import matplotlib
+    from matplotlib.ticker import MaxNLocator
+
     with matplotlib.rc_context(RC):
         fig = _figure(8.0, 2.8)
         ax = fig.add_subplot()
