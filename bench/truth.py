@@ -14,7 +14,6 @@ The corpus is token sets, so the weighted Jaccard of bags with weight 1 (`--weig
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import resource
@@ -26,8 +25,7 @@ from pathlib import Path
 from lshsql import pipeline
 from lshsql.engines import duckdb as db
 from lshsql.params import Params
-
-evaluate = importlib.import_module("lshsql.tools.evaluate")  # the package exports a function of that name
+from lshsql.tools import evaluate
 
 
 def stamp(bags: Path) -> str:

@@ -6,7 +6,6 @@ loop of levels on Spark. Needs pyspark and Java (skipped without them); the sess
 from __future__ import annotations
 
 import gzip
-import importlib
 import shutil
 
 import pytest
@@ -145,7 +144,8 @@ def test_hierarchy_on_spark_gives_duckdbs_merges_and_tree(method, spark, tmp_pat
     for table in ("merges", "cluster_tree"):
         same_rows(tmp_path / "duckdb", tmp_path / "spark", table)
     # and the cut of the Spark-built tree is DuckDB's (a query on either engine's Parquet)
-    cut = importlib.import_module("lshsql.tools.hierarchy").cut
+    from lshsql.tools.hierarchy import cut
+
     for work in ("duckdb", "spark"):
         cut(tmp_path / work, 0.5, RESOURCES)
     same_rows(tmp_path / "duckdb", tmp_path / "spark", "cut")

@@ -3,7 +3,6 @@ cluster scores on hand-made work folders, and the handbook crawl end to end."""
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import math
@@ -22,12 +21,10 @@ from hypothesis import strategies as st
 from lshsql import schemas, sqlfiles
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.tools.evaluate import adjusted_rand_index, cluster_metrics, summary_lines
+from lshsql.tools import evaluate
+from lshsql.tools.cluster_scores import adjusted_rand_index, cluster_metrics
+from lshsql.tools.evaluate import summary_lines
 from tests.conftest import shared, write_table
-
-evaluate = importlib.import_module(
-    "lshsql.tools.evaluate"
-)  # the module: lshsql.tools.evaluate names the function
 
 # ---------------------------------------------------------------- brute force
 
