@@ -1,8 +1,8 @@
 -- stage:  term_counts
 -- reads:  fragments(url, kind, source_url, position, terms)
 -- writes: term_counts(url, term, tf)
--- order:  none: an internal table whose row order no later result depends on (sorting 17M strings
---         cost 4 of 8 s at 100k documents); bags and everything after are totally ordered
+-- order:  none: an internal table whose row order no later result depends on (sorting its strings
+--         would cost half the stage, bench/RESULTS.md); bags and everything after are totally ordered
 -- param:  none
 --
 -- Collapses every fragment describing a URL (anchor windows, its title, optionally its content) into one

@@ -1,8 +1,8 @@
 -- stage:  term_counts
 -- reads:  fragments(url, kind, source_url, position, terms), url_aliases(alias_url, target_url)
 -- writes: term_counts(url, term, tf)
--- order:  none: an internal table whose row order no later result depends on (sorting 17M strings
---         cost 4 of 8 s at 100k documents); bags and everything after are totally ordered
+-- order:  none: an internal table whose row order no later result depends on (sorting its strings
+--         would cost half the stage, bench/RESULTS.md); bags and everything after are totally ordered
 -- param:  unit VARCHAR   what a bag describes: 'url', 'host' or 'domain' (lsh_url_unit)
 --
 -- As sql/10_term_counts.sql, with each fragment's URL mapped first. The fragments of an alias URL (a

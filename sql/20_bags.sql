@@ -2,7 +2,7 @@
 -- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_id, term_hash, term, n_urls)
 -- writes: bags(url_id, term_hash, tf, df, weight)
 -- order:  url_id, term_hash (not needed for the rows, but the signatures stage's aggregate over millions of
---         URLs stays in memory only when a URL's rows come together: unordered, 1M URLs spilled 34 GB)
+--         URLs stays in memory only when a URL's rows come together; unordered, it spills, bench/RESULTS.md)
 -- param:  min_df BIGINT       drop terms found in fewer URLs than this
 -- param:  max_df DOUBLE       drop terms found in more than this fraction of URLs
 -- param:  weighting VARCHAR   tfidf: tf * ln(N / df); tf: tf; none: tf as given (1 per term unless weighted)

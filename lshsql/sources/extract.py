@@ -26,7 +26,7 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
-from lshsql.sources.final_tables import count_rows, finalize, input_files, publish
+from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.parse import OVER_CAP_SCHEMA, OVER_CAP_TABLE, parse_batch, skipped_rows
 from lshsql.sources.readers import Source, iter_records, resolve_sources
 from lshsql.sources.text import LANGUAGES, TextOptions
@@ -200,9 +200,7 @@ def _extract(
             files=[s.path for s in sources],
         )
         _record(work, staged, sources, params, summary)
-    if summary.pages_used == 0:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
-        raise InputError(f"no usable HTML page among {summary.records_read} records ({reasons})")
+    require_usable(summary, "HTML page")
     return summary
 
 

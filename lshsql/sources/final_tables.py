@@ -10,6 +10,7 @@ from pathlib import Path
 from lshsql import schemas, sqlfiles, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import Engine
+from lshsql.errors import InputError
 from lshsql.sources.batches import RAW_TABLES
 
 
@@ -88,3 +89,10 @@ def publish(
     counts = {k: v for k, v in summary.__dict__.items() if k not in ("work", "files", "seconds")}
     entry = {**entry, "inputs": inputs, "counts": counts, "seconds": round(summary.seconds, 3)}
     workdir.publish_extraction(work, staged, tables, entry)
+
+
+def require_usable(summary, what: str) -> None:
+    """Stop with one line when no record read was usable, with how many were skipped for each reason."""
+    if summary.pages_used == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
+        raise InputError(f"no usable {what} among {summary.records_read} records ({reasons})")

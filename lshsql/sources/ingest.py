@@ -24,7 +24,7 @@ from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_batch
 from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
-from lshsql.sources.final_tables import count_rows, finalize, input_files, publish
+from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.records import path_text
 from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer, words
 from lshsql.sources.workers import Progress, write_raw_tables
@@ -170,9 +170,7 @@ def _ingest(
     with workdir.scratch(work, "ingest") as (raw_dir, staged):
         summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
         _record(work, staged, sources, params, summary)
-    if summary.pages_used == 0:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
-        raise InputError(f"no usable document among {summary.records_read} records ({reasons})")
+    require_usable(summary, "document")
     return summary
 
 
