@@ -18,6 +18,8 @@ __version__ = "0.1.0"
 
 _API_NAMES = frozenset(
     [
+        "DedupParams",
+        "DedupSummary",
         "ExtractParams",
         "ExtractSummary",
         "HierarchyParams",
@@ -36,6 +38,8 @@ _API_NAMES = frozenset(
         "compiled_sql",
         "connect",
         "cut",
+        "dedup",
+        "dedup_files",
         "evaluate",
         "extract",
         "extract_if_changed",
@@ -50,6 +54,7 @@ _API_NAMES = frozenset(
         "plan",
         "query",
         "related",
+        "removed",
         "run",
         "score_clusters",
         "stored_html",

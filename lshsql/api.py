@@ -11,6 +11,7 @@ from lshsql.params import Params
 from lshsql.pipeline import STAGES, compiled_sql, extract_params_for, params_for, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed
+from lshsql.tools.dedup import DedupParams, DedupSummary, dedup, dedup_files, removed
 from lshsql.tools.evaluate import evaluate, score_clusters
 from lshsql.tools.explore import cluster_labels, info, query, related, top_clusters
 from lshsql.tools.hierarchy import HierarchyParams, cut, hierarchy
@@ -24,6 +25,11 @@ __all__ = [
     "ingest",
     "ingest_if_changed",
     "run",
+    "dedup",
+    "dedup_files",
+    "removed",
+    "DedupParams",
+    "DedupSummary",
     "compiled_sql",
     "STAGES",
     "Params",

@@ -4,6 +4,7 @@
     options.py  options shared by several commands; the stage options, made from the Params dataclass
     output.py   --format table, csv or json; text made safe for a terminal
     extract.py  extract, ingest: fill a work folder from a crawl or from documents
+    dedup.py    dedup: a corpus without its near-duplicates
     run.py      run, stage, sql: the SQL stages, and the SQL a stage ran
     read.py     related, clusters, query, info, explain, show: read a run's tables
     tools.py    plan, eval, hierarchy, cut, environment, report, mirrors
@@ -11,13 +12,14 @@
 Each command imports the API inside its body, so `lshsql --help` does not import DuckDB, Arrow or lxml.
 """
 
-from lshsql.cli import extract, read, run, tools
+from lshsql.cli import dedup, extract, read, run, tools
 from lshsql.cli.app import app, main
 
 # in the order `lshsql --help` lists them
 COMMANDS = {
     "extract": extract.extract,
     "ingest": extract.ingest,
+    "dedup": dedup.dedup,
     "run": run.run,
     "stage": run.stage,
     "sql": run.sql,

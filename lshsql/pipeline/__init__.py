@@ -24,7 +24,7 @@ from lshsql.pipeline.compiled import compiled_sql
 from lshsql.pipeline.inputs import check_user_table
 from lshsql.pipeline.remembered import extract_params_for, params_for
 from lshsql.pipeline.rounds import center, components
-from lshsql.pipeline.runner import RunSummary, run
+from lshsql.pipeline.runner import RunSummary, run, run_stages
 from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
 from lshsql.pipeline.stages import (
     STAGE_NAMES,
@@ -60,6 +60,7 @@ __all__ = [
     "params_for",
     "register_outputs",
     "run",
+    "run_stages",
     "run_sql",
     "sql_file",
     "tables_per_batch",

@@ -171,6 +171,52 @@ def _run(
     return summary
 
 
+def run_stages(
+    work: str | Path,
+    params: Params,
+    names: tuple[str, ...],
+    resources: db.Resources,
+    log: Log | None = None,
+) -> RunSummary:
+    """Run just these stages, in STAGES order, on tables another command wrote into the folder (`lshsql
+    dedup` writes urls, bags and signatures itself); they always run, and each is recorded in the manifest
+    with its parameters, as `run` records it. k and l left None are planned from the signatures."""
+    work = Path(work)
+    plan_tables = params.k is None and params.l is None
+    params = scurve.resolve(params, from_bags=True)
+    summary = RunSummary(work, params)
+    with workdir.writing(work), open_engine("duckdb", resources) as engine:
+        for stage in STAGES:
+            if stage.name not in names:
+                continue
+            if stage.name == "buckets" and plan_tables:
+                params = summary.params = _plan_tables(engine, work, params)
+            if log:
+                log(f"  {stage.name} ...")
+            started = time.perf_counter()
+            rows, extra = RUNNERS[stage.name](engine, stage, params, work, None)
+            ran = extra.pop(COMPILED, None)
+            schemas.validate(output_path(work, stage.name), stage.name)
+            entry = {
+                "fingerprint": _fingerprint(stage, params, {}, from_bags=True),
+                "rows": rows,
+                "seconds": round(time.perf_counter() - started, 3),
+                "params": {f: getattr(params, f) for f in stage.fields},
+                **extra,
+                "file": manifest.file_identity(output_path(work, stage.name)),
+            }
+            manifest.record_stage(work, stage.name, entry)
+            if ran:
+                compiled.write(work, stage.name, ran)
+            summary.stages[stage.name] = entry
+    data = manifest.read(work)
+    data["params"] = params.to_json()
+    manifest.write(work, data)
+    write_catalog(work)
+    write_info(work)
+    return summary
+
+
 def _output_exists(work: Path, relation: str, entry: dict) -> bool:
     """A stage's output is there: its Parquet file, or for a user's bags the table it is a view of."""
     if entry.get("view"):

@@ -1,0 +1,164 @@
+"""Shingles of plain text for `lshsql dedup`: the set of hashed word (or character) n-grams of each document.
+
+A compiled kernel (numba) reads the UTF-8 bytes of an Arrow string array once: it lowercases, splits into
+words (maximal runs of letters and digits, as Python's str.isalnum says), hashes each word, combines n
+consecutive word hashes into a shingle hash and keeps each document's distinct shingles, sorted. With
+characters, the n-grams are taken over the words joined by single spaces. A document with words but fewer
+than n of them (characters) gets one shingle of all it has, so short texts still match their copies.
+
+The hashes are 63-bit (non-negative BIGINTs, as lsh_term_hash gives for terms) and fixed by this file:
+the same text gives the same shingle hashes in every run and version, so a later `dedup --against` can
+compare with an earlier index.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit
+
+TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters
+_SPACE = 32
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
+PROBE_TEXT = "lshsql shingle probe text"
+
+
+@cache
+def code_point_tables() -> tuple[np.ndarray, np.ndarray]:
+    """For code points below TABLE_SIZE: whether each is a word character (str.isalnum) and its lowercase
+    (when that is a single code point; the point itself otherwise)."""
+    points = range(TABLE_SIZE)
+    word = np.fromiter((chr(c).isalnum() for c in points), dtype=np.bool_, count=TABLE_SIZE)
+    lower = np.arange(TABLE_SIZE, dtype=np.int32)
+    for c in points:
+        low = chr(c).lower()
+        if len(low) == 1 and low != chr(c):
+            lower[c] = ord(low)
+    return word, lower
+
+
+@njit(cache=True, inline="always")
+def _mix(x):
+    """splitmix64's finalizer: every input bit affects every output bit."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def _next_point(data, i, end):
+    """The code point starting at byte i and the index after it; 0xFFFD for a malformed sequence."""
+    b = np.int64(data[i])
+    if b < 0x80:
+        return b, i + 1
+    if b >= 0xF0:
+        size, cp = 4, b & 0x07
+    elif b >= 0xE0:
+        size, cp = 3, b & 0x0F
+    elif b >= 0xC0:
+        size, cp = 2, b & 0x1F
+    else:
+        return 0xFFFD, i + 1
+    if i + size > end:
+        return 0xFFFD, end
+    for k in range(1, size):
+        cp = (cp << 6) | (np.int64(data[i + k]) & 0x3F)
+    return cp, i + size
+
+
+@njit(cache=True)
+def _units(data, start, end, chars, word_table, lower_table, units):
+    """Fill `units` with the document's word hashes (chars False) or the code points of its normalized
+    text, words joined by single spaces (chars True); return how many."""
+    n_units = 0
+    h = np.uint64(0)
+    length = 0
+    i = start
+    while i < end:
+        cp, i = _next_point(data, i, end)
+        if cp < word_table.shape[0]:
+            is_word = word_table[cp]
+            cp = lower_table[cp]
+        else:
+            is_word = True
+        if is_word:
+            if chars:
+                if length == 0 and n_units > 0:
+                    units[n_units] = _SPACE
+                    n_units += 1
+                units[n_units] = cp
+                n_units += 1
+            else:
+                h = (h ^ np.uint64(cp)) * _GOLDEN
+            length += 1
+        elif length > 0:
+            if not chars:
+                units[n_units] = np.int64(_mix(h ^ np.uint64(length)))
+                n_units += 1
+            h = np.uint64(0)
+            length = 0
+    if length > 0 and not chars:
+        units[n_units] = np.int64(_mix(h ^ np.uint64(length)))
+        n_units += 1
+    return n_units
+
+
+@njit(cache=True, nogil=True)
+def _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table):
+    """Distinct shingle hashes of every document: (hashes, count per document), documents in order."""
+    n_docs = offsets.shape[0] - 1
+    counts = np.zeros(n_docs, dtype=np.int64)
+    out = np.empty(data.shape[0] + n_docs, dtype=np.int64)
+    units = np.empty(data.shape[0] + 1, dtype=np.int64)
+    shingles = np.empty(data.shape[0] + 1, dtype=np.uint64)
+    filled = 0
+    for d in range(n_docs):
+        if not valid[d]:
+            continue
+        n_units = _units(data, offsets[d], offsets[d + 1], chars, word_table, lower_table, units)
+        if n_units == 0:
+            continue
+        width = min(n, n_units)
+        n_shingles = n_units - width + 1
+        for s in range(n_shingles):
+            h = np.uint64(width)
+            for j in range(width):
+                h = _mix(h ^ np.uint64(units[s + j]))
+            shingles[s] = h >> np.uint64(1)
+        distinct = np.unique(shingles[:n_shingles])
+        for h in distinct:
+            out[filled] = np.int64(h)
+            filled += 1
+        counts[d] = distinct.shape[0]
+    return out[:filled].copy(), counts
+
+
+def shingle_hashes(
+    texts: pa.Array | pa.ChunkedArray, n: int, chars: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct shingle hashes (63-bit) of each text, sorted per text, concatenated in text order, and
+    the count per text (0 for a null text or one without words). n words per shingle, or n characters
+    with chars."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    texts = texts.cast(pa.large_string()) if texts.type != pa.large_string() else texts
+    if len(texts) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    validity, offsets, data = texts.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    valid = pc.is_valid(texts).to_numpy(zero_copy_only=False)
+    word_table, lower_table = code_point_tables()
+    return _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table)
+
+
+def probe_digest(n: int, chars: bool) -> int:
+    """The smallest shingle hash of PROBE_TEXT with these settings: equal digests, equal hashing."""
+    hashes, _ = shingle_hashes(pa.array([PROBE_TEXT]), n, chars)
+    return int(hashes[0])

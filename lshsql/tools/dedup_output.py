@@ -1,0 +1,317 @@
+"""The files `lshsql dedup` writes: the kept rows of the input, unchanged and in input order, and what was
+removed, each in the format of its extension. A file is written under a temporary name and renamed when
+whole, so it is complete or absent.
+
+JSON Lines read and written as JSON Lines keep their lines byte for byte. Any other pairing goes through
+Arrow: Parquet and in-memory tables keep their exact column types; JSON Lines written to Parquet or CSV get
+the types DuckDB's read_json infers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from lshsql.engines import duckdb as db
+from lshsql.errors import InputError, one_line
+from lshsql.sources import corpus
+from lshsql.sources.corpus import CorpusSource, arrow_batches
+
+FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".jsonl.gz": "jsonl",
+    ".ndjson.gz": "jsonl",
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".csv.gz": "csv",
+}
+REMOVED_COLUMNS = ("row", "id", "reason", "kept_row", "kept_id", "kept_earlier", "similarity")
+# with --removed-rows: the removed rows with these columns added (prefixed, so no input column is hidden)
+ADDED = ("lshsql_kept_row", "lshsql_kept_id", "lshsql_similarity")
+
+
+def format_of(path: str | Path) -> str | None:
+    """'jsonl', 'parquet' or 'csv' from the file name's extension, or None."""
+    name = str(path).lower()
+    return next((fmt for suffix, fmt in FORMATS.items() if name.endswith(suffix)), None)
+
+
+def check_format(path: str | Path) -> None:
+    """InputError for an output name whose format is not known, before any work is done."""
+    if format_of(path) is None:
+        raise InputError(f"{path}: name the output .jsonl, .jsonl.gz, .parquet or .csv")
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a folder; name a file")
+
+
+def write_outputs(
+    work: Path,
+    sources: list[CorpusSource],
+    out: str | Path | None,
+    removed: str | Path | None,
+    removed_rows: bool,
+    resources: db.Resources,
+) -> list[str]:
+    """Write KEPT and REMOVED (when named); return the paths written."""
+    written = []
+    if out is not None:
+        write_rows(Path(out), sources, selected(work, "kept", resources), resources)
+        written.append(str(out))
+    if removed is not None:
+        if removed_rows:
+            write_rows(Path(removed), sources, selected(work, "duplicate", resources), resources)
+        else:
+            _write_removed_table(work, Path(removed), resources)
+        written.append(str(removed))
+    return written
+
+
+def kept_table(work: Path, sources: list[CorpusSource], resources: db.Resources) -> pa.Table:
+    """The kept rows as one Arrow table (for the Python API)."""
+    batches = list(_arrow_rows(sources, selected(work, "kept", resources), resources))
+    if not batches:
+        return _empty_like(sources, resources)
+    return pa.Table.from_batches(batches)
+
+
+def _empty_like(sources: list[CorpusSource], resources: db.Resources) -> pa.Table:
+    if sources[0].kind in ("parquet", "table"):
+        return corpus.arrow_schema(sources[0]).empty_table()
+    return pa.table({})
+
+
+# --- which rows -----------------------------------------------------------------------------------------
+
+
+def selected(work: Path, reason: str, resources: db.Resources) -> dict[int, tuple[np.ndarray, dict]]:
+    """Per source index: the ords (1-based, ascending) of the records with this reason, and for
+    duplicates the values of the ADDED columns."""
+    query = """
+        with records as (
+            select source, ord, row_number() over (order by source, ord) - 1 as row
+            from read_parquet($records)
+        )
+        select records.source, records.ord, d.kept_row, d.kept_id, d.similarity
+        from read_parquet($duplicates) as d
+        inner join records on d.row = records.row
+        where d.reason = $reason
+        order by records.source, records.ord
+    """
+    values = {
+        "records": str(work / "records.parquet"),
+        "duplicates": str(work / "duplicates.parquet"),
+        "reason": reason,
+    }
+    with db.connect(resources) as con:
+        table = con.sql(query, params=values).to_arrow_table()
+    out: dict[int, tuple[np.ndarray, dict]] = {}
+    source = table.column("source").to_numpy()
+    for index in np.unique(source):
+        rows = table.filter(pc.equal(table.column("source"), index))
+        extra = {
+            "lshsql_kept_row": rows.column("kept_row"),
+            "lshsql_kept_id": rows.column("kept_id"),
+            "lshsql_similarity": rows.column("similarity"),
+        }
+        out[int(index)] = (rows.column("ord").to_numpy(), extra)
+    return out
+
+
+def _picked(batch_start: int, n: int, ords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in a batch of records batch_start .. batch_start+n-1 (1-based ords) that are selected,
+    and their indexes into `ords`."""
+    lo, hi = np.searchsorted(ords, [batch_start, batch_start + n])
+    return ords[lo:hi] - batch_start, np.arange(lo, hi)
+
+
+# --- writing ----------------------------------------------------------------------------------------------
+
+
+def write_rows(
+    path: Path,
+    sources: list[CorpusSource],
+    picks: dict[int, tuple[np.ndarray, dict]],
+    resources: db.Resources,
+) -> None:
+    """The selected rows of every source, in input order, to `path` (complete or absent)."""
+    fmt = format_of(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if fmt == "jsonl" and all(s.kind == "jsonl" for s in sources):
+            with _open_text(tmp, str(path)) as f:
+                for line in _json_lines(sources, picks, resources):
+                    f.write(line)
+                    f.write("\n")
+        else:
+            _write_arrow(tmp, fmt, str(path), _arrow_rows(sources, picks, resources), resources)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _open_text(tmp: Path, name: str):
+    if name.lower().endswith(".gz"):
+        return gzip.open(tmp, "wt", encoding="utf-8", newline="\n", compresslevel=6)
+    return open(tmp, "w", encoding="utf-8", newline="\n")
+
+
+def _json_lines(
+    sources: list[CorpusSource], picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
+) -> Iterator[str]:
+    """The selected lines of JSON Lines sources as they were read, with the ADDED fields appended to the
+    object for duplicates written with --removed-rows."""
+    for index, source in enumerate(sources):
+        if index not in picks:
+            continue
+        ords, extra = picks[index]
+        start = 1
+        for batch in corpus.rows(source, resources):
+            positions, which = _picked(start, batch.num_rows, ords)
+            lines = batch.column(0).take(pa.array(positions)).to_pylist() if len(positions) else []
+            for line, i in zip(lines, which, strict=True):
+                yield _with_fields(line, extra, i) if _is_removed(extra) else line
+            start += batch.num_rows
+
+
+def _is_removed(extra: dict) -> bool:
+    return extra["lshsql_kept_row"].null_count < len(extra["lshsql_kept_row"])
+
+
+def _with_fields(line: str, extra: dict, i: int) -> str:
+    """The object's text with the ADDED fields before its closing brace: the original fields untouched."""
+    body = line.rstrip()[:-1].rstrip()
+    fields = ", ".join(f"{json.dumps(name)}: {json.dumps(extra[name][i].as_py())}" for name in ADDED)
+    return body + ("" if body.endswith("{") else ", ") + fields + "}"
+
+
+def _arrow_rows(
+    sources: list[CorpusSource], picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
+) -> Iterator[pa.RecordBatch]:
+    """The selected rows of every source as Arrow batches (JSON Lines through DuckDB's read_json)."""
+    for index, source in enumerate(sources):
+        if index not in picks:
+            continue
+        ords, extra = picks[index]
+        if source.kind == "jsonl":
+            yield from _json_as_arrow(source, {index: picks[index]}, resources)
+            continue
+        start = 1
+        for batch in corpus.rows(source, resources):
+            positions, which = _picked(start, batch.num_rows, ords)
+            if len(positions):
+                rows = batch.take(pa.array(positions))
+                if _is_removed(extra):
+                    for name in ADDED:
+                        rows = rows.append_column(name, extra[name].take(pa.array(which)))
+                yield rows
+            start += batch.num_rows
+
+
+def _json_as_arrow(
+    source: CorpusSource, picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
+) -> Iterator[pa.RecordBatch]:
+    """Selected JSON Lines rows typed by DuckDB's read_json (written to a scratch file first)."""
+    scratch = Path(resources.temp_directory or ".") / f"dedup-rows-{os.getpid()}.jsonl"
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(scratch, "w", encoding="utf-8") as f:
+            for line in _json_lines([source], {0: picks[next(iter(picks))]}, resources):
+                f.write(line + "\n")
+        with db.connect(resources) as con:
+            con.execute("set preserve_insertion_order = true")
+            query = "select * from read_json($f, format = 'newline_delimited', sample_size = -1)"
+            yield from arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS)
+    except db.duckdb.Error as e:
+        raise InputError(
+            f"{source.path}: its kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
+        ) from None
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def _write_arrow(
+    tmp: Path, fmt: str, name: str, batches: Iterator[pa.RecordBatch], resources: db.Resources
+) -> None:
+    """Arrow batches to Parquet, CSV or JSON Lines; every batch cast to the first one's schema."""
+    with ExitStack() as stack:
+        writer = schema = None
+        text = None
+        for batch in batches:
+            if schema is None:
+                schema = batch.schema
+                if fmt == "parquet":
+                    writer = stack.enter_context(pq.ParquetWriter(tmp, schema, compression="zstd"))
+                else:
+                    text = stack.enter_context(
+                        _open_text(tmp, name) if fmt == "jsonl" else _open_binary(tmp, name)
+                    )
+                    if fmt == "csv":
+                        writer = stack.enter_context(pcsv.CSVWriter(text, schema))
+            elif batch.schema != schema:
+                try:
+                    batch = batch.cast(schema)
+                except (pa.ArrowInvalid, ValueError) as e:
+                    raise InputError(
+                        f"the inputs have different columns, so one {name} cannot hold them: "
+                        f"{one_line(e, 160)}"
+                    ) from None
+            if fmt == "jsonl":
+                for line in _to_json(batch, resources):
+                    text.write(line + "\n")
+            else:
+                writer.write_batch(batch)
+        if schema is None:  # nothing selected: an empty file of the right kind
+            if fmt == "parquet":
+                pq.write_table(pa.table({}), tmp)
+            else:
+                _open_binary(tmp, name).close()
+
+
+def _open_binary(tmp: Path, name: str):
+    return gzip.open(tmp, "wb", compresslevel=6) if name.lower().endswith(".gz") else open(tmp, "wb")
+
+
+def _to_json(batch: pa.RecordBatch, resources: db.Resources) -> list[str]:
+    """Each row of a batch as a JSON object (DuckDB's to_json: dates and timestamps as text)."""
+    with db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1)) as con:
+        con.register("batch_rows", pa.Table.from_batches([batch]))
+        con.execute("set preserve_insertion_order = true")
+        return [
+            row[0] for row in con.execute("select to_json(batch_rows)::varchar from batch_rows").fetchall()
+        ]
+
+
+def _write_removed_table(work: Path, path: Path, resources: db.Resources) -> None:
+    """REMOVED: every record of the input not kept, with the reason, and for a duplicate the document kept
+    in its place and their similarity, in input order."""
+    fmt = format_of(path)
+    options = {
+        "parquet": "format parquet, compression zstd",
+        "csv": "format csv, header true",
+        "jsonl": "format json",
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    compression = ", compression gzip" if str(path).lower().endswith(".gz") else ""
+    query = (
+        f"copy (select {', '.join(REMOVED_COLUMNS)} from read_parquet($duplicates) where reason <> 'kept' "
+        f"order by row) to $out ({options[fmt]}{compression})"
+    )
+    try:
+        with db.connect(resources) as con:
+            con.execute(query, {"duplicates": str(work / "duplicates.parquet"), "out": str(tmp)})
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
