@@ -26,7 +26,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
-PROBE_TEXT = "lshsql shingle probe text"
+PROBE_TEXT = "The shingles of this sentence, hashed, tell whether two indexes hash alike: Ünïcode 42."
 
 
 @cache

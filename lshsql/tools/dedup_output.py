@@ -2,7 +2,8 @@
 removed, each in the format of its extension. A file is written under a temporary name and renamed when
 whole, so it is complete or absent.
 
-JSON Lines read and written as JSON Lines keep their lines byte for byte. Any other pairing goes through
+JSON Lines read and written as JSON Lines keep their lines byte for byte (but for blanks around the object,
+which DuckDB's reader strips). Any other pairing goes through
 Arrow: Parquet and in-memory tables keep their exact column types; JSON Lines written to Parquet or CSV get
 the types DuckDB's read_json infers.
 """

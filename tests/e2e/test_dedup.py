@@ -1,0 +1,348 @@
+"""`lshsql dedup` end to end: planted near-duplicates and near-misses, keep policies, --against, formats
+kept as they were, bad input, the CLI as a user runs it."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lshsql
+from lshsql.errors import InputError, ParamError
+from lshsql.tools.dedup import DedupParams, dedup_files
+
+RNG = np.random.default_rng(20261126)
+VOCAB = [f"{a}{b}{c}" for a in "bcdfghklmnprstvz" for b in "aeiou" for c in "bcdfghklmnprstvz"][:3000]
+
+
+def words(n: int) -> list[str]:
+    return [VOCAB[i] for i in RNG.integers(0, len(VOCAB), n)]
+
+
+def text(ws: list[str]) -> str:
+    return " ".join(ws).capitalize() + "."
+
+
+def planted() -> tuple[list[dict], dict[str, str]]:
+    """Documents and the removals a correct dedup makes: {removed id: kept id}."""
+    docs, expected = [], {}
+
+    def add(doc_id, body, **extra):
+        docs.append({"id": doc_id, "text": body, **extra})
+
+    base = words(300)
+    add("orig", text(base))
+    add("exact", text(base))
+    expected["exact"] = "orig"
+    edited_src = words(400)
+    edited = list(edited_src)
+    for i in (50, 200, 350):
+        edited[i] = "changed"
+    add("edit-src", text(edited_src))
+    add("edited", text(edited))
+    expected["edited"] = "edit-src"
+    paras = [words(100) for _ in range(4)]
+    add("paras", "\n\n".join(text(p) for p in paras))
+    add("reordered", "\n\n".join(text(p) for p in (paras[2], paras[0], paras[3], paras[1])))
+    expected["reordered"] = "paras"
+    plain = words(350)
+    add("plain", text(plain))
+    add(
+        "boilerplate",
+        text(plain) + " Subscribe to our newsletter for more stories like this one, it is free.",
+    )
+    expected["boilerplate"] = "plain"
+    shared = words(200)  # near-misses: a long shared passage, Jaccard about 0.33 and 0.55
+    add("share-a", text(shared + words(200)))
+    add("share-b", text(shared + words(200)))
+    add("share-c", text(shared + words(120)))
+    add("share-d", text(words(60) + shared + words(100)))
+    chain = words(480)  # A ~ B and B ~ C, A and C below the threshold: B goes, A and C stay
+    add("chain-a", text(chain[0:400]))
+    add("chain-b", text(chain[40:440]))
+    add("chain-c", text(chain[80:480]))
+    expected["chain-b"] = "chain-a"
+    for i in range(25):
+        add(f"other-{i}", text(words(int(RNG.integers(100, 300)))))
+    return docs, expected
+
+
+DOCS, EXPECTED = planted()
+
+
+def write_jsonl(path, docs) -> None:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        for doc in docs:
+            f.write(json.dumps(doc) + "\n")
+
+
+def removed_map(work) -> dict[str, str]:
+    table = lshsql.removed(work)
+    return {row["id"]: row["kept_id"] for row in table.to_pylist() if row["reason"] == "duplicate"}
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dedup")
+    write_jsonl(folder / "corpus.jsonl", DOCS)
+    summary = dedup_files(
+        [str(folder / "corpus.jsonl")],
+        folder / "work",
+        out=folder / "kept.jsonl",
+        removed=folder / "removed.parquet",
+    )
+    return folder, summary
+
+
+def test_planted_duplicates_removed_and_near_misses_kept(corpus_run):
+    folder, summary = corpus_run
+    assert removed_map(folder / "work") == EXPECTED
+    kept_ids = [json.loads(line)["id"] for line in (folder / "kept.jsonl").read_text().splitlines()]
+    assert kept_ids == [d["id"] for d in DOCS if d["id"] not in EXPECTED]  # input order
+    assert (summary.records_read, summary.kept, summary.removed) == (len(DOCS), len(DOCS) - 5, 5)
+    assert summary.groups == 5 and summary.largest_group == 2 and summary.skipped == {}
+
+
+def test_removed_pairs_are_direct_near_duplicates(corpus_run):
+    folder, _ = corpus_run
+    table = pq.read_table(folder / "removed.parquet").to_pylist()
+    assert [r["id"] for r in table] == [d["id"] for d in DOCS if d["id"] in EXPECTED]
+    by_id = {d["id"]: i for i, d in enumerate(DOCS)}
+    for r in table:
+        assert r["reason"] == "duplicate" and r["similarity"] >= 0.7 and not r["kept_earlier"]
+        assert r["row"] == by_id[r["id"]] and r["kept_row"] == by_id[r["kept_id"]]
+    assert next(r for r in table if r["id"] == "exact")["similarity"] == 1.0
+
+
+def test_kept_lines_are_the_input_lines_byte_for_byte(tmp_path):  # but blanks around the object
+    lines = [
+        '{"text": "Ünïcode and  spacing kept", "id": 1, "extra": {"nested": [1, 2.50, null]}}',
+        '{"id":2,"text":"Ünïcode and  spacing kept"}',
+        '  {"id": "x", "text": "\\u00dcn\\u00efcode escaped but another text entirely here"}',
+    ]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w", out=tmp_path / "out.jsonl")
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines() == [lines[0], lines[2].strip()]
+
+
+def test_gzipped_in_and_out(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl.gz", DOCS)
+    dedup_files([str(tmp_path / "in.jsonl.gz")], tmp_path / "w", out=tmp_path / "out.jsonl.gz")
+    with gzip.open(tmp_path / "out.jsonl.gz", "rt") as f:
+        assert len(f.read().splitlines()) == len(DOCS) - len(EXPECTED)
+
+
+def test_parquet_round_trip_keeps_column_types(tmp_path):
+    n = len(DOCS)
+    table = pa.table(
+        {
+            "doc": pa.array(range(n), pa.int32()),
+            "body": pa.array([d["text"] for d in DOCS], pa.large_string()),
+            "when": pa.array(
+                [datetime.datetime(2026, 1, 1, 12, i % 60) for i in range(n)], pa.timestamp("us", "UTC")
+            ),
+            "tags": pa.array([["a", str(i)] for i in range(n)], pa.list_(pa.string())),
+            "meta": pa.array([{"k": i, "v": 0.5} for i in range(n)]),
+            "price": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=7)
+    params = DedupParams(id_column="doc", text_column="body")
+    dedup_files([str(tmp_path / "in.parquet")], tmp_path / "w", params, out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.schema.equals(table.schema)
+    keep = [i for i, d in enumerate(DOCS) if d["id"] not in EXPECTED]
+    assert out.equals(table.take(keep))
+    assert {r["id"] for r in lshsql.removed(tmp_path / "w").to_pylist()} == {
+        str(i) for i, d in enumerate(DOCS) if d["id"] in EXPECTED
+    }
+
+
+def test_csv_and_json_lines_to_parquet(tmp_path):
+    import csv
+
+    with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["id", "text"])
+        writer.writeheader()
+        writer.writerows(DOCS)
+    dedup_files([str(tmp_path / "in.csv")], tmp_path / "w1", out=tmp_path / "out.csv")
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as f:
+        assert [r["id"] for r in csv.DictReader(f)] == [d["id"] for d in DOCS if d["id"] not in EXPECTED]
+    write_jsonl(tmp_path / "in.jsonl", [{"n": i, **d} for i, d in enumerate(DOCS)])
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w2", out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == ["n", "id", "text"] and out.schema.field("n").type == pa.int64()
+    assert out.column("id").to_pylist() == [d["id"] for d in DOCS if d["id"] not in EXPECTED]
+
+
+def test_keep_policies(tmp_path):
+    docs = [dict(d) for d in DOCS]
+    for i, d in enumerate(docs):
+        d["score"] = 10 if d["id"] in EXPECTED else i % 5  # every removed one scores higher than its kept
+        d["date"] = "2026-01-02" if d["id"] in EXPECTED else "2025-12-31"
+    write_jsonl(tmp_path / "in.jsonl", docs)
+    flipped = {removed: kept for removed, kept in EXPECTED.items() if removed != "chain-b"}
+    for keep in ("score", "date"):
+        work = tmp_path / keep
+        dedup_files([str(tmp_path / "in.jsonl")], work, DedupParams(keep=keep))
+        got = removed_map(work)
+        for removed, kept in flipped.items():
+            assert got[kept] == removed, keep  # the higher value stays
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "longest", DedupParams(keep="longest"))
+    longest = removed_map(tmp_path / "longest")
+    assert longest["plain"] == "boilerplate" and longest["exact"] == "orig"  # a tie goes to input order
+
+
+def test_against_an_earlier_corpus(tmp_path):
+    first, second = DOCS[:20], DOCS[20:]
+    earlier_kept = {"orig", "edit-src", "paras"}  # kept by the first dedup
+    copies = [{"id": "again-" + d["id"], "text": d["text"]} for d in first if d["id"] in earlier_kept]
+    write_jsonl(tmp_path / "a.jsonl", first)
+    write_jsonl(tmp_path / "b.jsonl", copies + second)
+    dedup_files([str(tmp_path / "a.jsonl")], tmp_path / "wa")
+    before = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (tmp_path / "wa").rglob("*")
+        if p.is_file()
+    }
+    summary = dedup_files(
+        [str(tmp_path / "b.jsonl")], tmp_path / "wb", against=tmp_path / "wa", out=tmp_path / "b_kept.jsonl"
+    )
+    after = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (tmp_path / "wa").rglob("*")
+        if p.is_file()
+    }
+    assert before == after  # the earlier folder is only read
+    removed = {r["id"]: r for r in lshsql.removed(tmp_path / "wb").to_pylist()}
+    for copy in copies:
+        row = removed[copy["id"]]
+        assert row["kept_earlier"] and row["kept_id"] == copy["id"][len("again-") :] in earlier_kept
+    assert summary.removed_by_earlier == 3
+    # the new folder indexes both corpora: a third one is checked against both
+    write_jsonl(
+        tmp_path / "c.jsonl",
+        [{"id": "third", "text": DOCS[-1]["text"]}, {"id": "4th", "text": DOCS[0]["text"]}],
+    )
+    dedup_files([str(tmp_path / "c.jsonl")], tmp_path / "wc", against=tmp_path / "wb")
+    assert removed_map(tmp_path / "wc") == {"third": DOCS[-1]["id"], "4th": DOCS[0]["id"]}
+    with pytest.raises(ParamError, match="--threshold"):
+        dedup_files(
+            [str(tmp_path / "c.jsonl")], tmp_path / "wd", DedupParams(threshold=0.8), against=tmp_path / "wb"
+        )
+
+
+def test_records_that_cannot_be_compared_are_counted(tmp_path):
+    lines = [
+        json.dumps(DOCS[0]),
+        "this is not json",
+        "[1, 2, 3]",
+        json.dumps({"id": "null", "text": None}),
+        json.dumps({"id": "number", "text": 42}),
+        json.dumps({"id": "punct", "text": "!!! ---"}),
+        json.dumps({"id": "missing"}),
+        "",
+        json.dumps(DOCS[1]),
+    ]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    summary = dedup_files(
+        [str(tmp_path / "in.jsonl")], tmp_path / "w", out=tmp_path / "out.jsonl", removed=tmp_path / "r.csv"
+    )
+    assert summary.skipped == {
+        "malformed_json": 1,
+        "no_text": 2,
+        "no_words": 1,
+        "not_an_object": 1,
+        "text_not_a_string": 1,
+    }
+    assert (summary.records_read, summary.kept, summary.removed) == (8, 1, 1)  # the blank line is no record
+    assert (tmp_path / "out.jsonl").read_text().splitlines() == [lines[0]]
+    assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 7
+
+
+def test_bad_input_gives_one_line_errors(tmp_path):
+    write_jsonl(tmp_path / "body.jsonl", [{"id": 1, "body": "some words here"}])
+    with pytest.raises(InputError, match=r"no record has a 'text' field \(found: body, id\).*--text-column"):
+        dedup_files([str(tmp_path / "body.jsonl")], tmp_path / "w1")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(InputError, match="no records"):
+        dedup_files([str(tmp_path / "empty.jsonl")], tmp_path / "w2")
+    with pytest.raises(InputError, match="name the output"):
+        dedup_files([str(tmp_path / "body.jsonl")], tmp_path / "w3", out=tmp_path / "out.txt")
+    pq.write_table(pa.table({"id": [1], "text": [3]}), tmp_path / "int.parquet")
+    with pytest.raises(InputError, match="'text' is int64, not text"):
+        dedup_files([str(tmp_path / "int.parquet")], tmp_path / "w4")
+    with pytest.raises(InputError, match="no such file"):
+        dedup_files([str(tmp_path / "missing.jsonl")], tmp_path / "w5")
+    with pytest.raises(ParamError, match="threshold"):
+        DedupParams(threshold=1.5)
+
+
+def test_one_document_and_no_id_column(tmp_path):
+    write_jsonl(tmp_path / "one.jsonl", [{"text": "a single document"}])
+    summary = dedup_files([str(tmp_path / "one.jsonl")], tmp_path / "w", out=tmp_path / "out.jsonl")
+    assert (summary.kept, summary.removed) == (1, 0)
+    assert (tmp_path / "out.jsonl").read_text() == '{"text": "a single document"}\n'
+
+
+def test_same_input_same_bytes(tmp_path, corpus_run):
+    folder, _ = corpus_run
+    dedup_files([str(folder / "corpus.jsonl")], tmp_path / "again", out=tmp_path / "kept.jsonl")
+    for name in ("duplicates.parquet", "pairs.parquet", "clusters.parquet", "signatures.parquet"):
+        assert (tmp_path / "again" / name).read_bytes() == (folder / "work" / name).read_bytes(), name
+    assert (tmp_path / "kept.jsonl").read_bytes() == (folder / "kept.jsonl").read_bytes()
+
+
+def test_python_api_takes_and_returns_tables(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(DOCS)
+    kept = lshsql.dedup(frame)
+    assert isinstance(kept, pa.Table) and kept.column_names == ["id", "text"]
+    assert kept.column("id").to_pylist() == [d["id"] for d in DOCS if d["id"] not in EXPECTED]
+    kept_again = lshsql.dedup(pa.Table.from_pandas(frame), work=tmp_path / "w")
+    assert kept_again.equals(kept)
+    assert set(lshsql.removed(tmp_path / "w").column("id").to_pylist()) == set(EXPECTED)
+
+
+def test_cli_in_a_terminal(tmp_path):
+    write_jsonl(tmp_path / "corpus.jsonl", DOCS)
+    env = {**os.environ, "COLUMNS": "100"}
+    command = [
+        sys.executable,
+        "-m",
+        "lshsql",
+        "dedup",
+        str(tmp_path / "corpus.jsonl"),
+        "--out",
+        str(tmp_path / "kept.jsonl"),
+    ]
+    done = subprocess.run(
+        [*command, "--removed", str(tmp_path / "removed.jsonl"), "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"documents read:  {len(DOCS)} = {len(DOCS) - 5} kept + 5 removed" in done.stdout
+    assert "groups:          5 with duplicates, the largest of 2 documents" in done.stdout
+    assert (tmp_path / "kept.jsonl.work" / "duplicates.parquet").exists()
+    removed = [json.loads(line) for line in (tmp_path / "removed.jsonl").read_text().splitlines()]
+    assert {r["id"]: r["kept_id"] for r in removed} == EXPECTED
+    bad = subprocess.run([*command, "--text-column", "body", "-q"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stdout == ""  # 2: bad input
+    assert (
+        bad.stderr.strip().count("\n") == 0
+        and "--text-column" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
