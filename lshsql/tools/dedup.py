@@ -279,9 +279,12 @@ class _Writers:
             [("url_id", pa.int64()), *((f"h{i}", pa.int32()) for i in range(num_perm))]
         )
         self.records = pq.ParquetWriter(work / "records.parquet", RECORDS_SCHEMA)
-        self.bags = pq.ParquetWriter(work / "bags.parquet", self.bags_schema, compression="none")
+        # hashes do not compress: no codec, and a dictionary only for the constant columns
+        self.bags = pq.ParquetWriter(
+            work / "bags.parquet", self.bags_schema, compression="none", use_dictionary=["tf", "df", "weight"]
+        )
         self.signatures = pq.ParquetWriter(
-            work / "signatures.parquet", self.signatures_schema, compression="none"
+            work / "signatures.parquet", self.signatures_schema, compression="none", use_dictionary=False
         )
 
     def add_sets(self, url_ids: np.ndarray, hashes: np.ndarray, counts: np.ndarray, signatures) -> None:
@@ -317,13 +320,15 @@ def _read_all(
     """Read every source in order into DIR/records.parquet, bags.parquet and signatures.parquet (url_ids in
     reading order, after the earlier corpus's kept documents); shingles and signatures are computed in
     `threads` threads. Returns the bytes of text read."""
-    base = earlier["kept"] if earlier else 0
-    used = text_bytes = 0
+    last_id = earlier["kept"] if earlier else 0
     writers = _Writers(work, params.num_perm)
+    written: list = []  # futures of the writer thread, in order; each gives the batch's bytes of text
     try:
         if earlier:
             _copy_earlier_sets(earlier, writers, resources)
-        with ThreadPoolExecutor(resources.threads) as pool:
+        # Kernels in `threads` threads; one writer thread appends the batches in order, so neither the
+        # reading (DuckDB) nor the Parquet encoding waits for the other.
+        with ThreadPoolExecutor(resources.threads) as pool, ThreadPoolExecutor(1) as writer:
             for index, source in enumerate(sources):
                 if log:
                     log(f"  reading {source.path} ...")
@@ -332,18 +337,29 @@ def _read_all(
                 for batch in corpus.scan(source, *columns, resources):
                     pending.append((batch, pool.submit(_sets_of, batch.column(2), params)))
                     while len(pending) > 2 * resources.threads or (pending and pending[0][1].done()):
-                        used, n_bytes = _write_batch(
-                            writers, index, source.path, *_take(pending), base + used
-                        )
-                        text_bytes += n_bytes
+                        last_id = _hand_over(writer, written, writers, index, source.path, pending, last_id)
                 while pending:
-                    used, n_bytes = _write_batch(writers, index, source.path, *_take(pending), base + used)
-                    text_bytes += n_bytes
-                used -= base
+                    last_id = _hand_over(writer, written, writers, index, source.path, pending, last_id)
+        text_bytes = sum(future.result() for future in written)
     finally:
         writers.close()
     _check_some_text(sources, work, params, resources)
     return text_bytes
+
+
+def _hand_over(
+    writer, written: list, writers: _Writers, index: int, path: str, pending: list, last_id: int
+) -> int:
+    """Give the oldest shingled batch, with url_ids after last_id, to the writer thread; at most a few
+    batches wait there. Returns the last url_id given."""
+    batch, future = pending.pop(0)
+    hashes, counts, signatures = future.result()
+    while len(written) > 4 and not written[-5].done():
+        written[-5].result()
+    written.append(
+        writer.submit(_write_batch, writers, index, path, batch, hashes, counts, signatures, last_id)
+    )
+    return last_id + int((counts > 0).sum())
 
 
 def _sets_of(texts: pa.Array, params: DedupParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -354,16 +370,11 @@ def _sets_of(texts: pa.Array, params: DedupParams) -> tuple[np.ndarray, np.ndarr
     return hashes, counts, signatures
 
 
-def _take(pending: list) -> tuple:
-    batch, future = pending.pop(0)
-    return batch, *future.result()
-
-
 def _write_batch(
     writers: _Writers, index: int, path: str, batch: pa.RecordBatch, hashes, counts, signatures, last_id: int
-) -> tuple[int, int]:
+) -> int:
     """Append one scanned batch: its records, and the sets of its documents with shingles under url_ids
-    after last_id. Returns the last url_id given and the bytes of text."""
+    after last_id. Returns its bytes of text."""
     n_bytes = pc.fill_null(pc.binary_length(batch.column(2)), 0).cast(pa.int64())
     has_sets = counts > 0
     url_ids = np.arange(last_id + 1, last_id + 1 + int(has_sets.sum()), dtype=np.int64)
@@ -383,7 +394,7 @@ def _write_batch(
     ]
     writers.records.write_batch(pa.RecordBatch.from_arrays(columns, schema=RECORDS_SCHEMA))
     writers.add_sets(url_ids, hashes, counts[has_sets], signatures)
-    return last_id + len(url_ids), int(pc.sum(n_bytes).as_py() or 0)
+    return int(pc.sum(n_bytes).as_py() or 0)
 
 
 def _check_some_text(

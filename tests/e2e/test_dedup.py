@@ -18,7 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import lshsql
+from lshsql.engines.duckdb import Resources
 from lshsql.errors import InputError, ParamError
+from lshsql.sources import corpus
 from lshsql.tools.dedup import DedupParams, dedup_files
 
 RNG = np.random.default_rng(20261126)
@@ -204,7 +206,8 @@ def test_keep_policies(tmp_path):
     assert longest["plain"] == "boilerplate" and longest["exact"] == "orig"  # a tie goes to input order
 
 
-def test_against_an_earlier_corpus(tmp_path):
+def test_against_an_earlier_corpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "SCAN_ROWS", 4)  # many batches: url_ids continue across them
     first, second = DOCS[:20], DOCS[20:]
     earlier_kept = {"orig", "edit-src", "paras"}  # kept by the first dedup
     copies = [{"id": "again-" + d["id"], "text": d["text"]} for d in first if d["id"] in earlier_kept]
@@ -301,6 +304,20 @@ def test_same_input_same_bytes(tmp_path, corpus_run):
     dedup_files([str(folder / "corpus.jsonl")], tmp_path / "again", out=tmp_path / "kept.jsonl")
     for name in ("duplicates.parquet", "pairs.parquet", "clusters.parquet", "signatures.parquet"):
         assert (tmp_path / "again" / name).read_bytes() == (folder / "work" / name).read_bytes(), name
+    assert (tmp_path / "kept.jsonl").read_bytes() == (folder / "kept.jsonl").read_bytes()
+
+
+def test_batches_and_threads_do_not_change_the_result(tmp_path, monkeypatch, corpus_run):
+    folder, _ = corpus_run
+    monkeypatch.setattr(corpus, "SCAN_ROWS", 3)
+    resources = Resources(threads=1, memory_limit="1GB")
+    dedup_files(
+        [str(folder / "corpus.jsonl")], tmp_path / "w", out=tmp_path / "kept.jsonl", resources=resources
+    )
+    for name in ("duplicates.parquet", "pairs.parquet", "clusters.parquet"):
+        assert (tmp_path / "w" / name).read_bytes() == (folder / "work" / name).read_bytes(), name
+    for name in ("signatures.parquet", "bags.parquet"):  # the same rows, in row groups of other sizes
+        assert pq.read_table(tmp_path / "w" / name).equals(pq.read_table(folder / "work" / name)), name
     assert (tmp_path / "kept.jsonl").read_bytes() == (folder / "kept.jsonl").read_bytes()
 
 
