@@ -5,7 +5,8 @@
 -- param:  policy VARCHAR   which document of a group stays: 'first' (input order), 'longest' (most bytes
 --                          of text) or 'column' (the largest keep value: numbers as numbers, else as text)
 -- param:  base BIGINT      the earlier corpus's kept documents (`--against`) hold url_ids 1 .. base
--- param:  digits BIGINT    a url is its url_id written with this many digits, so byte order is id order
+-- param:  digits BIGINT    a url is its url_id written with this many digits, a space and the document's
+--                          id (or # and its row): byte order is url_id order, and results read well
 --
 -- `lshsql dedup`'s documents: every record read, with its row (0-based, in input order: file by file,
 -- record by record) and, when it has shingles, its url_id: base + its rank under the keep policy. CENTER
@@ -26,6 +27,7 @@ records_numbered as (
 ranks as (
     select
         records_numbered.row,
+        records_numbered.id,
         $base + row_number() over (
             order by
                 case when $policy = 'longest' then records_numbered.n_bytes end desc nulls last,
@@ -43,7 +45,9 @@ ranked as (
     select
         ranks.row,
         ranks.url_id,
-        lpad(cast(ranks.url_id as varchar), $digits, '0') as url
+        lpad(cast(ranks.url_id as varchar), $digits, '0')
+        || ' '
+        || coalesce(ranks.id, '#' || ranks.row) as url
     from ranks
 ),
 
@@ -65,7 +69,9 @@ final as (
     union all
     select
         earlier_kept.url_id,
-        lpad(cast(earlier_kept.url_id as varchar), $digits, '0') as url,
+        lpad(cast(earlier_kept.url_id as varchar), $digits, '0')
+        || ' '
+        || coalesce(earlier_kept.id, '#' || earlier_kept.row) as url,
         earlier_kept.url_id as stream_id,
         earlier_kept.row,
         earlier_kept.source_path as source,

@@ -7,8 +7,8 @@ those sets is at least the threshold (no document-frequency cut-offs); CENTER (s
 then keeps, in order of the keep policy, every document that no kept document before it duplicates, and
 removes each other document in favour of the first kept document it duplicates. Every removed document
 is a direct near-duplicate of the one kept for it: groups never chain unrelated documents through a
-third. The policy's order is the order of url_id, and a url is its url_id written with 12 digits
-(DIR/documents.parquet maps them back to rows and ids).
+third. The policy's order is the order of url_id, and a url is its url_id written with 12 digits, a
+space and the document's id, so that urls sort as their ids and read well (documents.parquet has both).
 """
 
 from __future__ import annotations
