@@ -279,6 +279,39 @@ COLUMNS["mirrors"] = [
     ),
 ]
 
+# `lshsql dedup` (sql/92_documents.sql, sql/93_duplicates.sql): every record read, and what became of it.
+COLUMNS["documents"] = [
+    ("url_id", pa.int64(), "place in the keep order (url_ids of bags, signatures, pairs); null if skipped"),
+    ("url", pa.string(), "url_id with 12 digits, a space and the id (or # and the row): the url in pairs"),
+    ("stream_id", pa.int64(), "the url_id in reading order the sets were first written under"),
+    ("row", pa.int64(), "0-based position in the input (files in the order given, records in file order)"),
+    ("source", pa.string(), "the file read (<table> for an in-memory table)"),
+    ("ord", pa.int64(), "1-based position in that file; null for a document of the earlier corpus"),
+    ("id", pa.string(), "the id column as text; null when the record has none"),
+    ("n_bytes", pa.int64(), "bytes of UTF-8 text"),
+    ("n_shingles", pa.int64(), "distinct shingles (0: nothing to compare)"),
+    ("skip_reason", pa.string(), "why the record was not compared, or null"),
+    ("earlier", pa.bool_(), "a document kept by the earlier dedup of --against (row and id are its own)"),
+]
+COLUMNS["duplicates"] = [
+    ("row", pa.int64(), "the record's row (documents.row)"),
+    ("id", pa.string(), "its id"),
+    ("url", pa.string(), "its url (documents.url); null if skipped"),
+    ("reason", pa.string(), "kept, duplicate, or why it was skipped (documents.skip_reason)"),
+    ("kept_row", pa.int64(), "for a duplicate: the row of the document kept in its place"),
+    ("kept_id", pa.string(), "for a duplicate: that document's id"),
+    (
+        "kept_earlier",
+        pa.bool_(),
+        "for a duplicate: the kept document is one of the earlier corpus (--against)",
+    ),
+    (
+        "similarity",
+        pa.float64(),
+        "for a duplicate: Jaccard of the two documents' shingle sets (>= threshold)",
+    ),
+]
+
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
 
 # The columns that name one row of a stage's table. A table a user brings for a stage to read is checked for

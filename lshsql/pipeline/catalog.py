@@ -23,7 +23,7 @@ CATALOG = "lshsql.duckdb"
 # `lshsql mirrors`
 CATALOG_RELATIONS = (
     "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "labels", "merges",
-    "cluster_tree", "cut", "cut_labels", "mirrors",
+    "cluster_tree", "cut", "cut_labels", "mirrors", "documents", "duplicates",
 )  # fmt: skip
 
 

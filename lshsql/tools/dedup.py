@@ -428,6 +428,7 @@ def _rank(work: Path, params: DedupParams, resources: db.Resources, earlier: dic
         _register_earlier_kept(con, earlier)
         documents = work / "documents.parquet"
         sqlfiles.materialize(con, sqlfiles.load("92_documents.sql"), values, documents)
+        schemas.validate(documents, "documents")
         con.execute(
             "copy (select url_id, url, n_shingles as n_terms from read_parquet($d) where url_id is not null "
             "order by url_id) to $out (format parquet, compression zstd)",
@@ -459,6 +460,7 @@ def _decide(work: Path, resources: db.Resources) -> dict:
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, inputs)
         sqlfiles.materialize(con, sqlfiles.load("93_duplicates.sql"), {}, out)
+        schemas.validate(out, "duplicates")
         con.read_parquet(str(out)).create_view("duplicates")
         reasons = dict(con.execute("select reason, count(*) from duplicates group by reason").fetchall())
         groups, largest = con.execute(

@@ -22,7 +22,7 @@ from lshsql.pipeline import STAGE_NAMES, labels, output_path, register_outputs
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {
     "labels": "ingest", "merges": "hierarchy", "cluster_tree": "hierarchy", "cut": "cut", "cut_labels": "cut",
-    "mirrors": "mirrors",
+    "mirrors": "mirrors", "documents": "dedup", "duplicates": "dedup",
 }  # fmt: skip
 
 
