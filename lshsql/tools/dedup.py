@@ -154,7 +154,7 @@ class DedupSummary:
         out += [
             f"time:            {self.seconds:.1f} s, {mb:,.1f} MB of text, {rate:.1f} MB/s",
             *(f"output:          {path}" for path in self.outputs),
-            f"work folder:     {self.work} (lshsql explain, query, report read it)",
+            f"work folder:     {self.work} (lshsql query and related read it)",
         ]
         return out
 
