@@ -98,10 +98,14 @@ def explain(
 
     Example: lshsql explain https://docs.python.example/3.11/index.html https://www.python.org/ --work work
     """
+    from lshsql.tools import dedup_explain
     from lshsql.tools import explain as why
 
     resources_ = resources(work, threads, memory_limit, max_spill)
-    if v:
+    if dedup_explain.is_dedup(work):
+        pair = v and dedup_explain.explain_pair(work, u, v, resources_)
+        lines = dedup_explain.pair_lines(pair) if v else dedup_explain.document_lines(work, u, resources_)
+    elif v:
         lines = why.pair_lines(why.explain_pair(work, u, v, resources_))
     else:
         lines = why.url_lines(why.explain_url(work, u, resources_))

@@ -154,7 +154,7 @@ class DedupSummary:
         out += [
             f"time:            {self.seconds:.1f} s, {mb:,.1f} MB of text, {rate:.1f} MB/s",
             *(f"output:          {path}" for path in self.outputs),
-            f"work folder:     {self.work} (lshsql query and related read it)",
+            f"work folder:     {self.work} (lshsql explain, clusters and query read it)",
         ]
         return out
 
@@ -227,6 +227,8 @@ def dedup_files(
         text_bytes = _read_all(sources, work, params, resources, earlier, log)
         _rank(work, params, resources, earlier)
         run_stages(work, params.run_params(), STAGES_RUN, resources, log)
+        # no terms to label clusters with: an empty table, so `lshsql clusters` lists them unlabelled
+        pq.write_table(schemas.schema("cluster_labels").empty_table(), work / "cluster_labels.parquet")
         stats = _decide(work, resources)
         data = manifest.read(work)
         data["dedup"] = {

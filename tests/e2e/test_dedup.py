@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,8 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
 import lshsql
+from lshsql.cli import app
 from lshsql.engines.duckdb import Resources
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import corpus
@@ -244,6 +247,24 @@ def test_against_an_earlier_corpus(tmp_path, monkeypatch):
         dedup_files(
             [str(tmp_path / "c.jsonl")], tmp_path / "wd", DedupParams(threshold=0.8), against=tmp_path / "wb"
         )
+
+
+def test_explain_clusters_and_query_read_a_dedup_folder(corpus_run):
+    folder, _ = corpus_run
+    work = str(folder / "work")
+    runner = CliRunner()
+    pair = runner.invoke(app, ["explain", "--work", work, "000000000003 edit-src", "000000000004 edited"])
+    assert pair.exit_code == 0, pair.output
+    lines = pair.output.splitlines()
+    assert lines[:2] == ["u: 000000000003 edit-src (kept)", "v: 000000000004 edited (duplicate of edit-src)"]
+    assert re.search(r"shingles: (\d+) shared, 15 only in u, 15 only in v: Jaccard 0\.9\d\d", lines[2])
+    assert "words that differ (u | v):" in lines and any(" | changed" in line for line in lines)
+    one = runner.invoke(app, ["explain", "--work", work, "000000000001 orig"])
+    assert one.exit_code == 0 and "decision: kept" in one.output and "000000000002 exact  1.000" in one.output
+    clusters = runner.invoke(app, ["clusters", "--work", work, "--limit", "2"])
+    assert clusters.exit_code == 0 and "000000000001 orig" in clusters.output
+    table = lshsql.query(work, "select count(*) as n from duplicates where reason = 'duplicate'")
+    assert table.rows == [(5,)]
 
 
 def test_records_that_cannot_be_compared_are_counted(tmp_path):

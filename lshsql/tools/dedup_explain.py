@@ -1,0 +1,199 @@
+"""`lshsql explain U V` on a `lshsql dedup` work folder: the two documents' shingles, shared and not, and
+the words that differ, read again from the input files (a dedup keeps no text of its own).
+
+The shingle sets come from the folder's bags (what the dedup compared); the text of a shingle is found by
+hashing the document's shingles again (sources/shingles.py), so what is shown is what was compared.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+import pyarrow as pa
+
+from lshsql import manifest
+from lshsql.engines import duckdb as db
+from lshsql.errors import ParamError
+from lshsql.sources import corpus
+from lshsql.sources.shingles import shingle_hashes
+from lshsql.tools.explain import _collided_tables, _url_id
+from lshsql.tools.explore import open_work, require_outputs
+
+SHOWN = 8
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as the shingling kernel splits words
+
+
+def is_dedup(work: str | Path) -> bool:
+    """The folder holds a `lshsql dedup`."""
+    return "dedup" in manifest.read(work)
+
+
+def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | None = None) -> dict:
+    """Why two documents are, or are not, near-duplicates: their shingles, the min-hash estimate, the
+    colliding LSH tables, what the dedup decided, and the words that differ."""
+    work = Path(work)
+    params = manifest.read(work)["dedup"]["params"]
+    with open_work(work, resources) as con:
+        require_outputs(work, "urls", "bags", "signatures", "pairs", "documents", "duplicates")
+        (u, u_id), (v, v_id) = sorted((_url_id(con, u), _url_id(con, v)), key=lambda pair: pair[1])
+        if u_id == v_id:
+            raise ParamError(f"the two documents are the same, {u}: give two different ones")
+        sets = {
+            url_id: set(hashes)
+            for url_id, hashes in con.execute(
+                "select url_id, list(term_hash) from bags where url_id in ($u, $v) group by url_id",
+                {"u": u_id, "v": v_id},
+            ).fetchall()
+        }
+        signatures = {
+            row[0]: row[1:]
+            for row in con.execute(
+                "select * from signatures where url_id in ($u, $v)", {"u": u_id, "v": v_id}
+            ).fetchall()
+        }
+        agree = [a == b for a, b in zip(signatures[u_id], signatures[v_id], strict=True)]
+        decided = dict(
+            con.execute(
+                "select url, reason || coalesce(' of ' || kept_id, '') from duplicates where url in ($u, $v)",
+                {"u": u, "v": v},
+            ).fetchall()
+        )
+        where = con.execute(
+            "select url_id, source, ord from documents where url_id in ($u, $v) and not earlier",
+            {"u": u_id, "v": v_id},
+        ).fetchall()
+        tables = _collided_tables(con, work, agree)
+    texts = _texts(where, params, db.for_work(work, resources))
+    n, chars = (params["char_shingle"], True) if params["char_shingle"] else (params["shingle"], False)
+    shared = sets[u_id] & sets[v_id]
+    return {
+        "u": u,
+        "v": v,
+        "threshold": params["threshold"],
+        "decided": (decided.get(u, "kept by the earlier dedup"), decided.get(v, "kept by the earlier dedup")),
+        "shared": len(shared),
+        "only": (len(sets[u_id] - shared), len(sets[v_id] - shared)),
+        "jaccard": len(shared) / len(sets[u_id] | sets[v_id]),
+        "agreeing": sum(agree),
+        "num_perm": len(agree),
+        "tables_collided": tables,
+        "examples": _shingle_texts(texts.get(u_id), texts.get(v_id), sets[u_id], sets[v_id], n, chars),
+        "differences": _differences(texts.get(u_id), texts.get(v_id)),
+    }
+
+
+def document_lines(work: str | Path, url: str, resources: db.Resources | None = None) -> list[str]:
+    """What `lshsql explain U` prints for a dedup folder: the document's decision, shingles and pairs."""
+    work = Path(work)
+    with open_work(work, resources) as con:
+        require_outputs(work, "urls", "pairs", "documents", "duplicates")
+        url, url_id = _url_id(con, url)
+        row, source, ord_, n_shingles, earlier = con.execute(
+            "select row, source, ord, n_shingles, earlier from documents where url_id = $id", {"id": url_id}
+        ).fetchall()[0]
+        decided = con.execute(
+            "select reason || coalesce(' of ' || kept_id || ' (similarity ' || round(similarity, 3) || ')', "
+            "'') from duplicates where url = $url",
+            {"url": url},
+        ).fetchall()
+        pairs = con.execute(
+            "select case when u_id = $id then v else u end, similarity from pairs "
+            "where u_id = $id or v_id = $id order by similarity desc, 1 limit $n",
+            {"id": url_id, "n": SHOWN},
+        ).fetchall()
+    out = [
+        f"document: {url}",
+        f"decision: {decided[0][0] if decided else 'kept by the earlier dedup'}",
+        f"read from: {source}"
+        + ("" if earlier else f", its record {ord_} (row {row} of the input); {n_shingles} shingles"),
+        "",
+        "near-duplicates (similarity):",
+    ]
+    return out + ([f"  {other}  {similarity:.3f}" for other, similarity in pairs] or ["  none"])
+
+
+def _texts(where: list[tuple[int, str, int]], params: dict, resources: db.Resources) -> dict[int, str]:
+    """The text of each (url_id, file, ord), read again from its file; none for an in-memory table or a
+    file that is gone."""
+    texts: dict[int, str] = {}
+    for url_id, path, ord_ in where:
+        if not Path(path).is_file():
+            continue
+        source = corpus.resolve_corpus([path])[0]
+        for batch in corpus.scan(source, params["id_column"], params["text_column"], None, resources):
+            ords = batch.column(0).to_pylist()
+            if ords[0] <= ord_ <= ords[-1]:
+                texts[url_id] = batch.column(2)[ords.index(ord_)].as_py()
+                break
+    return texts
+
+
+def _shingles(text: str, n: int, chars: bool) -> list[str]:
+    words = _WORD.findall(text.lower())
+    if chars:
+        joined = " ".join(words)
+        return [joined[i : i + n] for i in range(max(1, len(joined) - n + 1))] if joined else []
+    return [" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))] if words else []
+
+
+def _shingle_texts(
+    text_u: str | None, text_v: str | None, set_u: set[int], set_v: set[int], n: int, chars: bool
+) -> dict[str, list[str]]:
+    """Up to SHOWN shingles shared, only in u and only in v, in text order, as text."""
+    out: dict[str, list[str]] = {"shared": [], "only in u": [], "only in v": []}
+    for text, other, alone, shared_here in (
+        (text_u, set_v, "only in u", True),
+        (text_v, set_u, "only in v", text_u is None),
+    ):
+        if text is None:
+            continue
+        shingles = _shingles(text, n, chars)
+        hashes, _ = shingle_hashes(pa.array(shingles, pa.string()), n, chars)
+        for shingle, h in zip(shingles, hashes.tolist(), strict=True):
+            key = "shared" if h in other else alone
+            if (key == alone or shared_here) and shingle not in out[key] and len(out[key]) < SHOWN:
+                out[key].append(shingle)
+    return out
+
+
+def _differences(text_u: str | None, text_v: str | None) -> list[tuple[str, str]]:
+    """The first SHOWN runs of words that differ: (words of u, words of v), either side may be empty."""
+    if text_u is None or text_v is None:
+        return []
+    a, b = _WORD.findall(text_u.lower()), _WORD.findall(text_v.lower())
+    runs = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            runs.append((_brief(a[i1:i2]), _brief(b[j1:j2])))
+    return runs[:SHOWN]
+
+
+def _brief(words: list[str], most: int = 16) -> str:
+    return " ".join(words[:most]) + (f" ... ({len(words)} words)" if len(words) > most else "")
+
+
+def pair_lines(e: dict) -> list[str]:
+    """What `lshsql explain U V` prints for a dedup folder."""
+    tables = e["tables_collided"]
+    out = [
+        f"u: {e['u']} ({e['decided'][0]})",
+        f"v: {e['v']} ({e['decided'][1]})",
+        f"shingles: {e['shared']} shared, {e['only'][0]} only in u, {e['only'][1]} only in v: Jaccard"
+        f" {e['jaccard']:.3f} (threshold {e['threshold']})",
+        f"estimate: {e['agreeing']} of {e['num_perm']} min-hashes agree = "
+        f"{e['agreeing'] / e['num_perm']:.3f}",
+        "LSH tables where they collided: "
+        + ("unknown" if tables is None else (", ".join(map(str, tables)) or "none")),
+    ]
+    if not any(e["examples"].values()):
+        out.append("(the texts are not at hand: the input files are gone or were in-memory tables)")
+    for key, shingles in e["examples"].items():
+        if shingles:
+            out += ["", f"shingles {key}:"] + [f"  {s}" for s in shingles]
+    if e["differences"]:
+        out += ["", "words that differ (u | v):"] + [
+            f"  {a or '-'} | {b or '-'}" for a, b in e["differences"]
+        ]
+    return out
