@@ -114,9 +114,13 @@ def _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table):
     """Distinct shingle hashes of every document: (hashes, count per document), documents in order."""
     n_docs = offsets.shape[0] - 1
     counts = np.zeros(n_docs, dtype=np.int64)
-    out = np.empty(data.shape[0] + n_docs, dtype=np.int64)
-    units = np.empty(data.shape[0] + 1, dtype=np.int64)
-    shingles = np.empty(data.shape[0] + 1, dtype=np.uint64)
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    # a document has at most one unit (word or character) per byte, and at most one shingle per unit
+    out = np.empty(offsets[n_docs] - offsets[0] + n_docs, dtype=np.int64)
+    units = np.empty(longest + 1, dtype=np.int64)
+    shingles = np.empty(longest + 1, dtype=np.uint64)
     filled = 0
     for d in range(n_docs):
         if not valid[d]:

@@ -267,6 +267,21 @@ def test_explain_clusters_and_query_read_a_dedup_folder(corpus_run):
     assert table.rows == [(5,)]
 
 
+def test_character_shingles_for_text_without_spaces(tmp_path):
+    hanzi = [chr(c) for c in range(0x4E00, 0x4E00 + 2000)]
+    story = "".join(hanzi[i] for i in RNG.integers(0, 2000, 400))
+    edited = story[:150] + "改" + story[151:300] + story[310:]
+    docs = [{"id": "story", "text": story}, {"id": "edited", "text": edited}]
+    docs += [
+        {"id": f"other-{i}", "text": "".join(hanzi[j] for j in RNG.integers(0, 2000, 300))} for i in range(5)
+    ]
+    write_jsonl(tmp_path / "zh.jsonl", docs)
+    dedup_files([str(tmp_path / "zh.jsonl")], tmp_path / "words")
+    assert removed_map(tmp_path / "words") == {}  # one long word each: only exact copies would match
+    dedup_files([str(tmp_path / "zh.jsonl")], tmp_path / "chars", DedupParams(char_shingle=3))
+    assert removed_map(tmp_path / "chars") == {"edited": "story"}
+
+
 def test_records_that_cannot_be_compared_are_counted(tmp_path):
     lines = [
         json.dumps(DOCS[0]),
