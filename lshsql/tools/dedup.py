@@ -215,11 +215,13 @@ def dedup_files(
         >>> summary = dedup(["corpus.jsonl"], "work", out="kept.jsonl")  # doctest: +SKIP
     """
     started = time.perf_counter()
-    sources = corpus.resolve_corpus(_as_inputs(inputs))
+    work = Path(work)
+    data = _as_inputs(inputs)
+    sources = _inputs_apart(data, corpus.resolve_corpus(data), work, [out, removed])
     for path in (out, removed):
         if path is not None:
             dedup_output.check_format(path)
-    work = Path(work)
+    _check_work_folder(work)
     earlier = _earlier_index(Path(against), params) if against is not None else None
     with workdir.writing(work):
         resources = db.for_work(work, resources)
@@ -254,6 +256,35 @@ def dedup_files(
     )
 
 
+def _inputs_apart(
+    given: list[str] | pa.Table, sources: list[CorpusSource], work: Path, outputs: list
+) -> list[CorpusSource]:
+    """The sources without what this dedup writes: a folder given as input may hold an earlier run's work
+    folder and outputs (set aside); an output named as an input is an error."""
+    written = {Path(p).resolve() for p in outputs if p is not None}
+    for path in given if isinstance(given, list) else []:
+        if Path(path).resolve() in written:
+            raise InputError(f"{path}: is an input and an output of this dedup: name another output")
+    inside = work.resolve()
+    kept = []
+    for source in sources:
+        path = Path(source.path).resolve()
+        if source.table is not None or (path not in written and inside not in path.parents):
+            kept.append(source)
+    if not kept:
+        raise InputError("no input left once the work folder and the outputs are set aside")
+    return kept
+
+
+def _check_work_folder(work: Path) -> None:
+    """A dedup rewrites its work folder: refuse one that holds a crawl's or a corpus's run instead."""
+    data = manifest.read(work) if work.is_dir() else {}
+    if data.get("stages") and "dedup" not in data:
+        raise InputError(
+            f"{work}: holds the run of a crawl or of `lshsql run`; give dedup a work folder of its own"
+        )
+
+
 def _as_inputs(inputs: object) -> list[str] | pa.Table:
     if isinstance(inputs, (str, Path)):
         return [str(inputs)]
@@ -263,9 +294,11 @@ def _as_inputs(inputs: object) -> list[str] | pa.Table:
 
 
 def _clear(work: Path) -> None:
-    """Remove an earlier dedup's and run's tables: a dedup always reads its input again."""
+    """Remove an earlier dedup's tables and start a manifest marked as an unfinished dedup: a dedup always
+    reads its input again, and a folder it was interrupted in is still its own (`--against` refuses it)."""
     for path in work.glob("*.parquet"):
         path.unlink()
+    manifest.write(work, {"stages": {}, "dedup": {"unfinished": True}})
 
 
 # --- reading: shingles and signatures ---------------------------------------------------------------
@@ -511,7 +544,7 @@ def _earlier_index(folder: Path, params: DedupParams) -> dict:
     and judged as this run will be. The folder is only read."""
     entry = manifest.read(folder).get("dedup") if folder.is_dir() else None
     tables = ("documents", "duplicates", "bags", "signatures")
-    if not entry or not all((folder / f"{t}.parquet").exists() for t in tables):
+    if not entry or "stats" not in entry or not all((folder / f"{t}.parquet").exists() for t in tables):
         raise InputError(f"{folder}: not the work folder of a finished `lshsql dedup`")
     theirs, ours = entry["index"], params.index_key()
     for key in ("shingle", "chars", "threshold", "num_perm", "seed"):

@@ -328,6 +328,26 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         DedupParams(threshold=1.5)
 
 
+def test_a_folder_holding_earlier_outputs_and_other_work_folders(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_jsonl(folder / "corpus.jsonl", DOCS)
+    for _ in range(2):  # the second run must not read the first one's outputs and work folder as input
+        summary = dedup_files([str(folder)], folder / "kept.jsonl.work", out=folder / "kept.jsonl")
+        assert summary.records_read == len(DOCS) and summary.removed == 5
+    with pytest.raises(InputError, match="is an input and an output"):
+        dedup_files([str(folder / "corpus.jsonl")], tmp_path / "w", out=folder / "corpus.jsonl")
+    lshsql.run(tmp_path / "crawl", lshsql.Params(), bags=_bags(tmp_path))
+    with pytest.raises(InputError, match="give dedup a work folder of its own"):
+        dedup_files([str(folder / "corpus.jsonl")], tmp_path / "crawl")
+    assert (tmp_path / "crawl" / "pairs.parquet").exists()  # untouched
+
+
+def _bags(tmp_path):
+    pq.write_table(pa.table({"url": ["a", "a", "b"], "term": ["x", "y", "x"]}), tmp_path / "bags.parquet")
+    return tmp_path / "bags.parquet"
+
+
 def test_one_document_and_no_id_column(tmp_path):
     write_jsonl(tmp_path / "one.jsonl", [{"text": "a single document"}])
     summary = dedup_files([str(tmp_path / "one.jsonl")], tmp_path / "w", out=tmp_path / "out.jsonl")
