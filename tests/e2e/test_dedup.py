@@ -141,6 +141,40 @@ def test_kept_lines_are_the_input_lines_byte_for_byte(tmp_path):  # but blanks a
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines() == [lines[0], lines[2].strip()]
 
 
+def test_removed_rows_with_their_kept_document(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", DOCS)
+    dedup_files(
+        [str(tmp_path / "in.jsonl")], tmp_path / "w1", removed=tmp_path / "r.jsonl", removed_rows=True
+    )
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [d["id"] for d in DOCS if d["id"] in EXPECTED]
+    by_id = {d["id"]: i for i, d in enumerate(DOCS)}
+    for r in rows:
+        assert r["text"] == DOCS[by_id[r["id"]]]["text"]  # the record itself, with three fields added
+        assert r["lshsql_kept_id"] == EXPECTED[r["id"]] and r["lshsql_kept_row"] == by_id[r["lshsql_kept_id"]]
+        assert 0.7 <= r["lshsql_similarity"] <= 1.0
+    pq.write_table(pa.Table.from_pylist(DOCS), tmp_path / "in.parquet")
+    dedup_files(
+        [str(tmp_path / "in.parquet")], tmp_path / "w2", removed=tmp_path / "r.parquet", removed_rows=True
+    )
+    table = pq.read_table(tmp_path / "r.parquet")
+    assert table.column_names == ["id", "text", "lshsql_kept_row", "lshsql_kept_id", "lshsql_similarity"]
+    assert table.column("lshsql_kept_id").to_pylist() == [EXPECTED[i] for i in table.column("id").to_pylist()]
+
+
+def test_json_lines_and_parquet_together(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", DOCS[:20])
+    pq.write_table(pa.Table.from_pylist(DOCS[20:]), tmp_path / "b.parquet")
+    inputs = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.parquet")]
+    for out in ("out.jsonl", "out.parquet", "out.csv"):
+        dedup_files(inputs, tmp_path / f"w-{out}", out=tmp_path / out)
+    kept = [d["id"] for d in DOCS if d["id"] not in EXPECTED]
+    assert pq.read_table(tmp_path / "out.parquet").column("id").to_pylist() == kept
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == kept
+    assert (tmp_path / "out.csv").read_text().splitlines()[0] == '"id","text"'
+
+
 def test_gzipped_in_and_out(tmp_path):
     write_jsonl(tmp_path / "in.jsonl.gz", DOCS)
     dedup_files([str(tmp_path / "in.jsonl.gz")], tmp_path / "w", out=tmp_path / "out.jsonl.gz")
