@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lshsql.cli.options import MaxSpill, MemoryLimit, Quiet, Threads, resources, say
+from lshsql.cli.options import MaxSpill, MemoryLimit, Quiet, Threads, progress, resources, say
 from lshsql.cli.output import echo_lines
 
 
@@ -104,5 +104,6 @@ def dedup(
         against=against,
         resources=resources(work, threads, memory_limit, max_spill),
         log=say(quiet),
+        progress=progress(quiet, "MB of text"),
     )
     echo_lines(summary.lines())

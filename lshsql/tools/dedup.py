@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -201,6 +202,7 @@ def dedup_files(
     against: str | Path | None = None,
     resources: db.Resources | None = None,
     log: Log | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> DedupSummary:
     """Remove the near-duplicates of a corpus: write its kept rows to `out` and what was removed to
     `removed`, both in the format of their extension (.jsonl, .jsonl.gz, .parquet, .csv).
@@ -226,7 +228,7 @@ def dedup_files(
     with workdir.writing(work):
         resources = db.for_work(work, resources)
         _clear(work)
-        text_bytes = _read_all(sources, work, params, resources, earlier, log)
+        text_bytes = _read_all(sources, work, params, resources, earlier, log, progress)
         _rank(work, params, resources, earlier)
         run_stages(work, params.run_params(), STAGES_RUN, resources, log)
         # no terms to label clusters with: an empty table, so `lshsql clusters` lists them unlabelled
@@ -351,11 +353,14 @@ def _read_all(
     resources: db.Resources,
     earlier: dict | None,
     log: Log | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Read every source in order into DIR/records.parquet, bags.parquet and signatures.parquet (url_ids in
     reading order, after the earlier corpus's kept documents); shingles and signatures are computed in
-    `threads` threads. Returns the bytes of text read."""
+    `threads` threads; `progress` is called with the records and bytes of text read after each batch.
+    Returns the bytes of text read."""
     last_id = earlier["kept"] if earlier else 0
+    n_records = n_bytes = 0
     writers = _Writers(work, params.num_perm)
     written: list = []  # futures of the writer thread, in order; each gives the batch's bytes of text
     try:
@@ -371,6 +376,10 @@ def _read_all(
                 pending: list = []
                 for batch in corpus.scan(source, *columns, resources):
                     pending.append((batch, pool.submit(_sets_of, batch.column(2), params)))
+                    if progress:
+                        n_records += batch.num_rows
+                        n_bytes += batch.column(2).nbytes
+                        progress(n_records, n_bytes)
                     while len(pending) > 2 * resources.threads or (pending and pending[0][1].done()):
                         last_id = _hand_over(writer, written, writers, index, source.path, pending, last_id)
                 while pending:
