@@ -355,6 +355,11 @@ def _record(
     work: Path, staged: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary
 ) -> None:
     """Switch the staged tables in; the manifest's 'extract' entry, as extract writes it, marked kind
-    'documents'."""
-    entry = {"fingerprint": fingerprint(sources, params), "kind": "documents", "params": params.to_json()}
+    'documents', and whether its terms are shingles (`run` then keeps the sets whole: no min_df, max_df)."""
+    entry = {
+        "fingerprint": fingerprint(sources, params),
+        "kind": "documents",
+        "shingled": params.shingle is not None,
+        "params": params.to_json(),
+    }
     publish(work, staged, workdir.INGEST_TABLES, entry, input_files(sources), summary)
