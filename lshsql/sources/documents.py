@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lshsql.errors import InputError, one_line
-from lshsql.sources.jsonl import json_object, jsonl_lines
+from lshsql.sources.jsonl import first_object, json_object, jsonl_lines
 from lshsql.sources.readers import expand_paths
 from lshsql.sources.records import clean_text
 
@@ -136,15 +136,37 @@ def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Docum
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
     names = parquet.schema_arrow.names
-    missing = [c for c in (id_column, text_column) if c not in names]
-    if missing:
-        raise InputError(f"{path}: no column {', '.join(map(repr, missing))} (columns: {', '.join(names)})")
+    if message := missing_columns(names, id_column, text_column, "column"):
+        raise InputError(f"{path}: {message}")
     columns = [c for c in dict.fromkeys((id_column, text_column, "title", "label", "labels")) if c in names]
     row = 0
     for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=columns):
         for obj in batch.to_pylist():
             yield _document(obj, path, row, id_column, text_column)
             row += 1
+
+
+def missing_columns(names: list[str], id_column: str, text_column: str, kind: str) -> str | None:
+    """What is wrong when the id or text column is not among `names` (a file's columns, or the fields of
+    a JSON record), and which option names it; None when both are there."""
+    options = ((id_column, "--id-column"), (text_column, "--text-column"))
+    missing = [(c, option) for c, option in options if c not in names]
+    if not missing:
+        return None
+    found = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "") if names else "none"
+    columns = " or ".join(repr(c) for c, _ in missing)
+    name = "name it with" if len(missing) == 1 else "name them with"
+    return f"no {kind} {columns} ({kind}s: {found}); {name} {' and '.join(o for _, o in missing)}"
+
+
+def missing_columns_hint(sources: list[DocSource], id_column: str, text_column: str) -> str | None:
+    """For an ingest that used no document: the first JSON Lines input whose first record lacks the id or
+    text field, with the fields it has (missing_columns)."""
+    for source in sources:
+        record = first_object(source.path) if source.kind == "jsonl" else None
+        if record is not None and (message := missing_columns(list(record), id_column, text_column, "field")):
+            return f"{source.path}: {message}"
+    return None
 
 
 def _document(obj: Mapping, path: str, offset: int, id_column: str, text_column: str) -> Document:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from lshsql import schemas, sqlfiles, workdir
@@ -91,8 +92,12 @@ def publish(
     workdir.publish_extraction(work, staged, tables, entry)
 
 
-def require_usable(summary, what: str) -> None:
-    """Stop with one line when no record read was usable, with how many were skipped for each reason."""
+def require_usable(summary, what: str, hint: Callable[[], str | None] = lambda: None) -> None:
+    """Stop with one line when no record read was usable, with how many were skipped for each reason and
+    what `hint` says (called only then) the input looks like. Called before the tables are switched in, so
+    a failed extraction leaves nothing that a second try would take as up to date."""
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
-        raise InputError(f"no usable {what} among {summary.records_read} records ({reasons})")
+        more = hint()
+        message = f"no usable {what} among {summary.records_read} records ({reasons})"
+        raise InputError(message + (f": {more}" if more else ""))

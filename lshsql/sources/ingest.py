@@ -23,7 +23,14 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_batch
-from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
+from lshsql.sources.documents import (
+    FORMATS,
+    DocSource,
+    Document,
+    iter_documents,
+    missing_columns_hint,
+    resolve_documents,
+)
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.records import path_text
 from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer, words
@@ -169,8 +176,9 @@ def _ingest(
     resources = db.for_work(work, resources)
     with workdir.scratch(work, "ingest") as (raw_dir, staged):
         summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
+        hint = partial(missing_columns_hint, sources, params.id_column, params.text_column)
+        require_usable(summary, "document", hint)
         _record(work, staged, sources, params, summary)
-    require_usable(summary, "document")
     return summary
 
 
