@@ -72,9 +72,14 @@ def count_rows(con, work: Path) -> dict:
 
 
 def input_files(sources: list) -> list[dict]:
-    """Each input's path, kind (or format), size and mtime: what the fingerprint depends on."""
+    """Each input's path, kind (or format), size and mtime: what the fingerprint depends on; for an
+    in-memory table (ingest's, documents.DocSource) its name, rows and digest instead."""
     inputs = []
     for source in sources:
+        if getattr(source, "table", None) is not None:
+            rows = source.table.num_rows
+            inputs.append({"path": source.path, "kind": source.kind, "rows": rows, "sha256": source.digest})
+            continue
         stat = Path(source.path).stat()
         inputs.append(
             {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}

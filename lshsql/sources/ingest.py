@@ -141,7 +141,7 @@ class IngestSummary:
 
 
 def ingest(
-    paths: list[str],
+    paths: list | str | Path | object,
     work: str | Path,
     params: IngestParams = IngestParams(),
     resources: db.Resources | None = None,
@@ -151,28 +151,36 @@ def ingest(
 
     Args:
         paths: JSON Lines / Parquet files (id, text, optional title, label or labels), Reuters-21578 .sgm
-            files, folders of them or globs.
+            files, folders of them or globs; or in-memory tables with those columns (a pyarrow.Table, a
+            pandas DataFrame without its index, a polars DataFrame), one or in the list, each read like a
+            Parquet file (pages.source_file names it, e.g. '<pandas.DataFrame #1>'; source_offset is
+            the row number).
         work: output folder (created).
         params: how to read and normalize; resources: DuckDB memory/threads and worker processes.
         progress: called with (records read, characters of text read) after each batch.
 
     Example:
         >>> summary = ingest(["docs.jsonl"], "work")  # doctest: +SKIP
+        >>> summary = ingest(pandas.DataFrame({"id": [1, 2], "text": ["a b", "a c"]}), "w")  # doctest: +SKIP
         >>> summary.pages_used  # doctest: +SKIP
     """
+    started = time.perf_counter()
     with workdir.writing(work):
-        return _ingest(paths, Path(work), params, resources, progress)
+        return _ingest(_sources(paths, params), Path(work), params, resources, progress, started)
+
+
+def _sources(paths: list | str | Path | object, params: IngestParams) -> list[DocSource]:
+    return resolve_documents(paths, params.format, (params.id_column, params.text_column))
 
 
 def _ingest(
-    paths: list[str],
+    sources: list[DocSource],
     work: Path,
     params: IngestParams,
     resources: db.Resources | None,
     progress: Progress | None,
+    started: float,
 ) -> IngestSummary:
-    started = time.perf_counter()
-    sources = resolve_documents(paths, params.format)
     resources = db.for_work(work, resources)
     with workdir.scratch(work, "ingest") as (raw_dir, staged):
         summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
@@ -217,19 +225,22 @@ def _ingest_into(
 
 
 def ingest_if_changed(
-    paths: list[str],
+    paths: list | str | Path | object,
     work: str | Path,
     params: IngestParams = IngestParams(),
     resources: db.Resources | None = None,
     progress: Progress | None = None,
     force: bool = False,
 ) -> IngestSummary | None:
-    """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
+    """Run `ingest` unless the work folder already holds it for the same inputs and parameters (for an
+    in-memory table: the same rows, by their digest)."""
+    started = time.perf_counter()
     with workdir.writing(work):
-        current = fingerprint(resolve_documents(paths, params.format), params)
+        sources = _sources(paths, params)  # once: an in-memory table is digested as it is resolved
+        current = fingerprint(sources, params)
         if workdir.extraction_up_to_date(Path(work), current, workdir.INGEST_TABLES, force):
             return None
-        return ingest(paths, work, params, resources, progress)
+        return _ingest(sources, Path(work), params, resources, progress, started)
 
 
 # --- reading and normalizing ------------------------------------------------------------------------
