@@ -328,8 +328,9 @@ def documents_hint(sources: list[Source]) -> str | None:
         if any(isinstance(value, str) for value in record.values()):
             fields = ", ".join(list(record)[:8]) + (", ..." if len(record) > 8 else "")
             return (
-                f"{source.path} holds documents (fields {fields}), not crawled pages (url, html): remove "
-                "near-duplicates with `lshsql dedup`, or `lshsql ingest` them, then `lshsql run --work DIR`"
+                f"{source.path} looks like documents (fields {fields}), not crawled pages (url, html): "
+                "remove near-duplicates with `lshsql dedup`, or `lshsql ingest` them, then "
+                "`lshsql run --work DIR`"
             )
     return None
 

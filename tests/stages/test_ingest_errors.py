@@ -38,7 +38,7 @@ def test_documents_given_as_a_crawl_point_at_dedup_and_ingest(tmp_path):
         extract([corpus], tmp_path / "w", resources=ONE)
     message = str(error.value)
     assert message.startswith("no usable HTML page among 3 records (3 missing_url): ")
-    assert f"{corpus} holds documents (fields id, text), not crawled pages (url, html)" in message
+    assert f"{corpus} looks like documents (fields id, text), not crawled pages (url, html)" in message
     assert "`lshsql dedup`" in message and "`lshsql ingest`" in message and "\n" not in message
 
 
@@ -65,10 +65,10 @@ def test_a_failed_extraction_keeps_the_one_before(tmp_path):
     work = tmp_path / "w"
     extract([good], work, resources=ONE)
     before = manifest.read(work)["stages"]["extract"]
-    with pytest.raises(InputError, match="holds documents"):
+    with pytest.raises(InputError, match="looks like documents"):
         extract_if_changed([corpus], work, resources=ONE)
     assert manifest.read(work)["stages"]["extract"] == before
-    with pytest.raises(InputError, match="holds documents"):
+    with pytest.raises(InputError, match="looks like documents"):
         extract_if_changed([corpus], work, resources=ONE)
 
 
