@@ -1,7 +1,7 @@
 """Parameters of the SQL stages, checked once (Params), and the constants their checks use.
 
 The S-curve maths that chooses k and l, and the planner's constants, are in lshsql/lsh/scurve.py, which
-imports this module (never the other way round): scurve.resolve(params, from_bags) fills in every None.
+imports this module (never the other way round): scurve.resolve(params, whole_sets) fills in every None.
 """
 
 from __future__ import annotations
@@ -43,12 +43,9 @@ class Params:
         True, "Fragments of redirects and rel=canonical aliases describe the target.", first=True
     )
     weighting: str = _option("tfidf", "tfidf, tf or none (sets; or the bags' own weights).")
-    min_df: int | None = _option(  # None: 2 for crawls, 1 for a user's bags (keep their sets whole)
-        None, "Drop terms in fewer URLs [default: 2; 1 with --bags]."
-    )
-    max_df: float | None = _option(  # None: 0.5 for crawls, 1.0 for a user's bags
-        None, "Drop terms in more than this fraction of URLs [0.5; 1.0]."
-    )
+    # None: 2 and 0.5 for crawls and words; 1 and 1.0 (sets kept whole) for a user's bags and shingles
+    min_df: int | None = _option(None, "Drop terms in fewer URLs [default: 2; 1 with --bags or shingles].")
+    max_df: float | None = _option(None, "Drop terms in more than this fraction of URLs [0.5; 1.0].")
     scale: float = _option(100.0, "tfidf/tf bags are scaled to sum to this [{default}].")
     num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
     signature_bytes: int = _option(4, "Bytes kept per min-hash: 4 or 3 [{default}].")
@@ -108,11 +105,14 @@ class Params:
             return max(1, math.floor((t - VERIFY_SIGMAS * math.sqrt(t * (1 - t) / m)) * m))
         return max(1, math.ceil(t * m - 1e-9))
 
-    def with_df_limits(self, from_bags: bool) -> Params:
-        """min_df and max_df filled in for the input kind: a crawl's (2, 0.5), or a user's bags' (1, 1.0),
-        which keeps their sets whole. (k, l) are the planner's: lsh.scurve.resolve fills in both."""
-        min_df = self.min_df if self.min_df is not None else (1 if from_bags else 2)
-        max_df = self.max_df if self.max_df is not None else (1.0 if from_bags else 0.5)
+    def with_df_limits(self, whole_sets: bool) -> Params:
+        """min_df and max_df filled in for the input kind: a crawl's or plain words' (2, 0.5), or (1, 1.0),
+        no cut-off, when the sets must be kept whole: a user's bags, and documents ingested as shingles,
+        whose shingles are mostly in one document each, so that min_df 2 would empty most bags and leave
+        two unrelated documents that share one shingle identical. (k, l) are the planner's:
+        lsh.scurve.resolve fills in both."""
+        min_df = self.min_df if self.min_df is not None else (1 if whole_sets else 2)
+        max_df = self.max_df if self.max_df is not None else (1.0 if whole_sets else 0.5)
         return replace(self, min_df=min_df, max_df=max_df)
 
     def to_json(self) -> dict:

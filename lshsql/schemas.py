@@ -154,7 +154,7 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "jaccard",
             pa.float64(),
             "exact weighted Jaccard sum(min)/sum(max) of the flattened bags (the rounded weights the "
-            "signatures estimate); null with --no-verify",
+            "signatures estimate), after the min_df/max_df cut-offs; null with --no-verify",
         ),
     ],
     "clusters": [

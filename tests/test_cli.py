@@ -176,6 +176,7 @@ def test_a_stage_that_would_spill_over_max_spill_stops_with_one_line(tmp_path):
 MAX_SPILL_COMMANDS = {
     "extract": [str(EXAMPLE_CRAWL)],
     "ingest": ["{tmp}/d.jsonl"],
+    "dedup": ["{tmp}/d.jsonl", "--out", "{tmp}/kept.jsonl"],
     "run": ["--bags", "{tmp}/b.parquet"],
     "stage": ["bags"],
     "eval": [],

@@ -45,7 +45,7 @@ def work(tmp_path_factory):
 
 
 def related_urls(work, url: str) -> list[str]:
-    return [row[0] for row in related(work, url, resources=RESOURCES).rows]
+    return related(work, url, resources=RESOURCES)["related_url"].to_pylist()
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_explain_pair_of_odd_ids(work):
 
 
 def test_show_still_finds_a_member_as_given(work):
-    assert {row[2] for row in cluster_members(work, "HTTP://EX.COM/A", resources=RESOURCES).rows} == {
+    assert set(cluster_members(work, "HTTP://EX.COM/A", resources=RESOURCES)["url"].to_pylist()) == {
         "HTTP://EX.COM/A",
         "http://ex.com/b",
     }
@@ -132,8 +132,8 @@ def test_a_truncated_file_fails_only_what_reads_it(work, tmp_path):
     broken = copy_of(work, tmp_path)
     truncate(broken / "signatures.parquet")
     assert related_urls(broken, "HTTP://EX.COM/A") == ["http://ex.com/b"]
-    assert len(top_clusters(broken, resources=RESOURCES).rows) == 3
-    assert len(cluster_members(broken, "c", resources=RESOURCES).rows) == 3
+    assert top_clusters(broken, resources=RESOURCES).num_rows == 3
+    assert cluster_members(broken, "c", resources=RESOURCES).num_rows == 3
     assert explain_url(broken, "c", RESOURCES)["cluster"] is not None
     message = rf"^{broken}/signatures\.parquet: not a readable Parquet file \(.*\); rerun `lshsql run --work {broken} --force`$"
     with pytest.raises(InputError, match=message):

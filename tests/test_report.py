@@ -41,7 +41,7 @@ def report(work) -> Path:
 
 
 def top_center(work: Path) -> str:
-    return explore.top_clusters(work, limit=1).rows[0][1]
+    return explore.top_clusters(work, limit=1)["center"][0].as_py()
 
 
 def test_report_is_one_self_contained_file_with_the_plots_and_figures(work, report):

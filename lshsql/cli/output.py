@@ -63,23 +63,33 @@ def echo_lines(lines) -> None:
         typer.echo(line)
 
 
+def columns_and_rows(table) -> tuple[list[str], list[tuple]]:
+    """The column names and rows of a pyarrow.Table (what the read functions return) or of a
+    tools.explore.Table (DuckDB's Python values: `query`, `info`)."""
+    if hasattr(table, "column_names"):  # pyarrow, imported by the function that made the table
+        return table.column_names, list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+    return table.columns, table.rows
+
+
 def print_table(table, fmt: str = "table", wrap_last: bool = False) -> None:
-    """Print a Table as aligned text (cells cut at 100 characters, or with `wrap_last` the last column
-    wrapped onto more lines), as CSV, or as JSON Lines (one object per row, column names as keys)."""
+    """Print a table (see columns_and_rows) as aligned text (cells cut at 100 characters, or with
+    `wrap_last` the last column wrapped onto more lines), as CSV, or as JSON Lines (one object per row,
+    column names as keys)."""
+    columns, rows = columns_and_rows(table)
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
-        writer.writerow(table.columns)
-        writer.writerows(table.rows)
+        writer.writerow(columns)
+        writer.writerows(rows)
     elif fmt == "json":
-        for row in table.rows:
-            record = {name: _json_value(v) for name, v in zip(table.columns, row, strict=True)}
+        for row in rows:
+            record = {name: _json_value(v) for name, v in zip(columns, row, strict=True)}
             typer.echo(json.dumps(record, default=str, ensure_ascii=False, allow_nan=False))
     else:
         cells = [
-            table.columns,
-            *[["" if v is None else printable(str(v), lines=False) for v in row] for row in table.rows],
+            columns,
+            *[["" if v is None else printable(str(v), lines=False) for v in row] for row in rows],
         ]
-        widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(table.columns))]
+        widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(columns))]
         indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
         for n, row in enumerate(cells):
             last = textwrap.wrap(row[-1], 100, break_on_hyphens=False) if wrap_last and row[-1] else [row[-1]]

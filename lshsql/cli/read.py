@@ -67,9 +67,9 @@ def query(
 
     Example: lshsql query "select size, count(*) from clusters group by 1 order by 1" --work work
     """
-    from lshsql.tools.explore import query as run_query
+    from lshsql.tools.explore import query_rows
 
-    print_table(run_query(work, sql, resources(work, threads, memory_limit, max_spill)), format)
+    print_table(query_rows(work, sql, resources(work, threads, memory_limit, max_spill)), format)
 
 
 def info(
@@ -147,4 +147,4 @@ def show(
         print_table(table, format)
         return
     typer.echo(printable(shown.heading(table, work, cut, resources_)))
-    print_table(type(table)(table.columns[2:], [row[2:] for row in table.rows]), format)
+    print_table(table.drop_columns(["center_id", "size"]), format)

@@ -243,7 +243,7 @@ def mirrors(
     table = likely_mirrors(work, min_jaccard, limit, resources_)
     summary = (
         f"{counts['rows']:,} pairs of hosts share >= {min_shared} clusters  ->  {path}; "
-        f"{len(table.rows):,}{' shown' if limit is not None else ''} with Jaccard >= {min_jaccard:g}"
+        f"{table.num_rows:,}{' shown' if limit is not None else ''} with Jaccard >= {min_jaccard:g}"
     )
     typer.echo(summary, err=format != "table")
     print_table(table, format)

@@ -11,10 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from lshsql.errors import ParamError, duckdb_message
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_MEMORY_FRACTION = 0.5
 _MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
@@ -50,6 +54,12 @@ class Resources:
             raise ParamError(f"memory limit '{self.memory_limit}' is not a size like 4GB or 512MB")
         if self.max_spill is not None and not _MEMORY.match(self.max_spill):
             raise ParamError(f"max spill '{self.max_spill}' is not a size like 50GB or 512MB")
+
+
+def arrow_table(relation: duckdb.DuckDBPyRelation) -> pa.Table:
+    """A relation's rows as an Arrow table (to_arrow_table since DuckDB 1.4.2, fetch_arrow_table before)."""
+    to_table = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+    return to_table()
 
 
 def spill_directory(work: str | Path) -> str:

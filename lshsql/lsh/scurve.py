@@ -36,10 +36,10 @@ TABLE_COST = 2e-3
 CANDIDATE_COST = 2.5
 
 
-def resolve(params: Params, from_bags: bool) -> Params:
-    """Every None filled in: document-frequency limits for the input kind (Params.with_df_limits), (k, l)
-    from the planner."""
-    return with_tables(params.with_df_limits(from_bags))
+def resolve(params: Params, whole_sets: bool) -> Params:
+    """Every None filled in: document-frequency limits for the input kind (Params.with_df_limits: none
+    when `whole_sets`, for a user's bags and shingled documents), (k, l) from the planner."""
+    return with_tables(params.with_df_limits(whole_sets))
 
 
 def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: int = 0) -> Params:

@@ -48,6 +48,11 @@ class RunSummary:
                 if counts := entry.get(key):
                     reasons = ", ".join(f"{reason} {n:,}" for reason, n in counts.items())
                     out.append(f"{name}: {sum(counts.values()):,} rows {verb} ({reasons})")
+        if empty := self.stages.get("bags", {}).get("urls_empty_bag"):
+            out.append(
+                f"bags: {empty:,} of {self.stages['bags']['urls']:,} URLs have an empty bag (every term "
+                "dropped: --min-df, --max-df, or in every URL): in no pair and no cluster"
+            )
         return out
 
 
@@ -103,12 +108,12 @@ def _run(
         bags = user_bags_source(work)  # a folder started from --bags goes on from the same table
     requested = {k: v for k, v in params.to_json().items() if v is not None}
     plan_tables = params.k is None and params.l is None
-    params = scurve.resolve(params, from_bags=bags is not None)
+    previous = manifest.read(work)["stages"]
+    params = scurve.resolve(params, whole_sets=bags is not None or shingled(previous))
     resources = db.for_work(work, resources)
     if bags is None:
         workdir.require_extraction(work)
     summary = RunSummary(work, params)
-    previous = manifest.read(work)["stages"]
     fingerprints = {"fragments": _source_fingerprint(work, bags, previous), "surface_forms": _stamp(work)}
     replaced = _replaced_tables(work, previous)
     if only:  # checked before any stage runs: a bad table of the user's own stops the call, nothing written
@@ -183,7 +188,7 @@ def run_stages(
     with its parameters, as `run` records it. k and l left None are planned from the signatures."""
     work = Path(work)
     plan_tables = params.k is None and params.l is None
-    params = scurve.resolve(params, from_bags=True)
+    params = scurve.resolve(params, whole_sets=True)
     summary = RunSummary(work, params)
     with workdir.writing(work), open_engine("duckdb", resources) as engine:
         for stage in STAGES:
@@ -215,6 +220,16 @@ def run_stages(
     write_catalog(work)
     write_info(work)
     return summary
+
+
+def shingled(stages: dict) -> bool:
+    """Whether the folder's documents were ingested as shingles (`ingest --shingle`): their sets are kept
+    whole, with no document-frequency cut-off unless asked for (Params.with_df_limits). Folders ingested
+    before the entry said so have the option in its parameters."""
+    entry = stages.get("extract", {})
+    if entry.get("kind") != "documents":
+        return False
+    return bool(entry.get("shingled", entry.get("params", {}).get("shingle")))
 
 
 def _output_exists(work: Path, relation: str, entry: dict) -> bool:

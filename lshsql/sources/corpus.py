@@ -88,17 +88,6 @@ def _kind_of_file(path: str) -> str:
     return kind_of(path) if kind_of(path) in ("csv", "jsonl") else "jsonl"
 
 
-def as_arrow(data: object) -> pa.Table:
-    """An in-memory pyarrow Table, pandas DataFrame or polars DataFrame as a pyarrow Table."""
-    if isinstance(data, pa.Table):
-        return data
-    if type(data).__module__.startswith("polars"):
-        return data.to_arrow()  # type: ignore[attr-defined]
-    if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
-    raise InputError(f"cannot read a {type(data).__name__}: give files, a pyarrow Table or a DataFrame")
-
-
 # --- the scan: what dedup shingles --------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Plain documents -> a stream of `Document`s: JSON Lines, Parquet and Reuters-21578 SGML files.
+"""Plain documents -> a stream of `Document`s: JSON Lines, Parquet and Reuters-21578 SGML files, and
+in-memory tables (a pyarrow.Table, pandas or polars DataFrame, frames.py), read like a Parquet file.
 
 The counterpart of readers.py for `lshsql ingest`: every record read is yielded once, with its text or the
 reason it is skipped, so the stage can account for all of them. Readers stream (JSON Lines by line, Parquet
@@ -13,13 +14,14 @@ import os
 import re
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
 
 from lshsql.errors import InputError, one_line
-from lshsql.sources.jsonl import json_object, jsonl_lines
+from lshsql.sources.frames import as_arrow, table_digest, table_kind
+from lshsql.sources.jsonl import first_object, json_object, jsonl_lines
 from lshsql.sources.readers import expand_paths
 from lshsql.sources.records import clean_text
 
@@ -45,22 +47,51 @@ class Document:
 
 @dataclass(frozen=True)
 class DocSource:
-    """One input file and its format ('jsonl', 'parquet' or 'reuters')."""
+    """One input file and its format ('jsonl', 'parquet' or 'reuters'), or an in-memory table (kind
+    'arrow': `table`, its `digest`, and as path a name such as '<pandas.DataFrame #1>')."""
 
     path: str
     kind: str
+    table: pa.Table | None = field(default=None, compare=False, repr=False)
+    digest: str | None = None
 
 
-def resolve_documents(paths: list[str], fmt: str = "auto") -> list[DocSource]:
+# the columns of a table an ingest reads besides the id and text: what its digest covers
+TABLE_COLUMNS = ("title", "label", "labels")
+
+
+def resolve_documents(
+    paths: list | str | Path | object, fmt: str = "auto", columns: tuple[str, ...] = ("id", "text")
+) -> list[DocSource]:
     """Expand files, folders and globs into sources in a stable order; raise InputError for bad paths.
 
     A folder contributes its files named like documents (.jsonl[.gz], .ndjson, .parquet, .pq, .sgm), so
     the README and DTD beside the Reuters files are not read; a file named explicitly is always read.
+    `paths` may also hold in-memory tables (or be one): a pyarrow.Table, pandas or polars DataFrame, read
+    like a Parquet file whatever `fmt`; `columns` (the id and text column) and TABLE_COLUMNS are what
+    the digest of such a table covers.
     """
-    if not paths:
+    items = list(paths) if isinstance(paths, list | tuple) else [] if paths is None else [paths]
+    if not items:
         raise InputError("no documents given")
     sources: list[DocSource] = []
-    for path in expand_paths(paths):
+    n_tables = 0
+    for item in items:
+        if kind := table_kind(item):
+            n_tables += 1
+            name = f"<{kind} #{n_tables}>"
+            table = as_arrow(item, name)
+            digest = table_digest(table, [*columns, *TABLE_COLUMNS])
+            sources.append(DocSource(name, "arrow", table, digest))
+        else:
+            sources.extend(_files(str(item), fmt))
+    return sources
+
+
+def _files(raw: str, fmt: str) -> list[DocSource]:
+    """The sources of one path, folder or glob."""
+    sources: list[DocSource] = []
+    for path in expand_paths([raw]):
         if os.path.isdir(path):
             files = sorted(
                 str(p)
@@ -98,6 +129,8 @@ def iter_documents(source: DocSource, id_column: str = "id", text_column: str = 
     after its first line, whose records before the break are kept (`read_error` counts the break)."""
     if source.kind == "parquet":
         records = _iter_parquet(source.path, id_column, text_column)
+    elif source.kind == "arrow":
+        records = _iter_table(source.table, source.path, id_column, text_column)
     elif source.kind == "reuters":
         records = _iter_reuters(source.path)
     else:
@@ -135,16 +168,55 @@ def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Docum
         parquet = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
-    names = parquet.schema_arrow.names
-    missing = [c for c in (id_column, text_column) if c not in names]
-    if missing:
-        raise InputError(f"{path}: no column {', '.join(map(repr, missing))} (columns: {', '.join(names)})")
-    columns = [c for c in dict.fromkeys((id_column, text_column, "title", "label", "labels")) if c in names]
+    columns = _columns_read(parquet.schema_arrow.names, path, id_column, text_column)
+    batches = parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=columns)
+    yield from _batch_documents(batches, path, id_column, text_column)
+
+
+def _iter_table(table: pa.Table, name: str, id_column: str, text_column: str) -> Iterator[Document]:
+    """One Document per row of an in-memory table, as _iter_parquet reads a file; source_offset is the row
+    number."""
+    columns = _columns_read(table.column_names, name, id_column, text_column)
+    batches = table.select(columns).to_batches(max_chunksize=_PARQUET_BATCH)
+    yield from _batch_documents(batches, name, id_column, text_column)
+
+
+def _columns_read(names: list[str], path: str, id_column: str, text_column: str) -> list[str]:
+    """The columns of a table to read, or an InputError when the id or text column is missing."""
+    if message := missing_columns(names, id_column, text_column, "column"):
+        raise InputError(f"{path}: {message}")
+    return [c for c in dict.fromkeys((id_column, text_column, *TABLE_COLUMNS)) if c in names]
+
+
+def _batch_documents(batches, path: str, id_column: str, text_column: str) -> Iterator[Document]:
     row = 0
-    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=columns):
+    for batch in batches:
         for obj in batch.to_pylist():
             yield _document(obj, path, row, id_column, text_column)
             row += 1
+
+
+def missing_columns(names: list[str], id_column: str, text_column: str, kind: str) -> str | None:
+    """What is wrong when the id or text column is not among `names` (a file's columns, or the fields of
+    a JSON record), and which option names it; None when both are there."""
+    options = ((id_column, "--id-column"), (text_column, "--text-column"))
+    missing = [(c, option) for c, option in options if c not in names]
+    if not missing:
+        return None
+    found = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "") if names else "none"
+    columns = " or ".join(repr(c) for c, _ in missing)
+    name = "name it with" if len(missing) == 1 else "name them with"
+    return f"no {kind} {columns} ({kind}s: {found}); {name} {' and '.join(o for _, o in missing)}"
+
+
+def missing_columns_hint(sources: list[DocSource], id_column: str, text_column: str) -> str | None:
+    """For an ingest that used no document: the first JSON Lines input whose first record lacks the id or
+    text field, with the fields it has (missing_columns)."""
+    for source in sources:
+        record = first_object(source.path) if source.kind == "jsonl" else None
+        if record is not None and (message := missing_columns(list(record), id_column, text_column, "field")):
+            return f"{source.path}: {message}"
+    return None
 
 
 def _document(obj: Mapping, path: str, offset: int, id_column: str, text_column: str) -> Document:

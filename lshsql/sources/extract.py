@@ -27,6 +27,7 @@ from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
+from lshsql.sources.jsonl import first_object
 from lshsql.sources.parse import OVER_CAP_SCHEMA, OVER_CAP_TABLE, parse_batch, skipped_rows
 from lshsql.sources.readers import Source, iter_records, resolve_sources
 from lshsql.sources.text import LANGUAGES, TextOptions
@@ -199,8 +200,8 @@ def _extract(
             seconds=time.perf_counter() - started,
             files=[s.path for s in sources],
         )
+        require_usable(summary, "HTML page", partial(documents_hint, sources))
         _record(work, staged, sources, params, summary)
-    require_usable(summary, "HTML page")
     return summary
 
 
@@ -313,6 +314,25 @@ def parse_file(
         return 0, str(e)
     except OSError as e:
         return 0, f"{e.filename or source.path}: {e.strerror or e}"
+
+
+def documents_hint(sources: list[Source]) -> str | None:
+    """What to use instead when the first record of a JSON Lines input is a document (no url or html
+    field, some text): `dedup` or `ingest`, not `extract`."""
+    for source in sources:
+        if source.kind != "jsonl":
+            continue
+        record = first_object(source.path)
+        if record is None or "url" in record or "html" in record:
+            continue
+        if any(isinstance(value, str) for value in record.values()):
+            fields = ", ".join(list(record)[:8]) + (", ..." if len(record) > 8 else "")
+            return (
+                f"{source.path} looks like documents (fields {fields}), not crawled pages (url, html): "
+                "remove near-duplicates with `lshsql dedup`, or `lshsql ingest` them, then "
+                "`lshsql run --work DIR`"
+            )
+    return None
 
 
 def fingerprint(sources: list[Source], params: ExtractParams) -> str:

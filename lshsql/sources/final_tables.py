@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from lshsql import schemas, sqlfiles, workdir
@@ -71,9 +72,14 @@ def count_rows(con, work: Path) -> dict:
 
 
 def input_files(sources: list) -> list[dict]:
-    """Each input's path, kind (or format), size and mtime: what the fingerprint depends on."""
+    """Each input's path, kind (or format), size and mtime: what the fingerprint depends on; for an
+    in-memory table (ingest's, documents.DocSource) its name, rows and digest instead."""
     inputs = []
     for source in sources:
+        if getattr(source, "table", None) is not None:
+            rows = source.table.num_rows
+            inputs.append({"path": source.path, "kind": source.kind, "rows": rows, "sha256": source.digest})
+            continue
         stat = Path(source.path).stat()
         inputs.append(
             {"path": source.path, "kind": source.kind, "bytes": stat.st_size, "mtime": stat.st_mtime}
@@ -91,8 +97,12 @@ def publish(
     workdir.publish_extraction(work, staged, tables, entry)
 
 
-def require_usable(summary, what: str) -> None:
-    """Stop with one line when no record read was usable, with how many were skipped for each reason."""
+def require_usable(summary, what: str, hint: Callable[[], str | None] = lambda: None) -> None:
+    """Stop with one line when no record read was usable, with how many were skipped for each reason and
+    what `hint` says (called only then) the input looks like. Called before the tables are switched in, so
+    a failed extraction leaves nothing that a second try would take as up to date."""
     if summary.pages_used == 0:
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
-        raise InputError(f"no usable {what} among {summary.records_read} records ({reasons})")
+        more = hint()
+        message = f"no usable {what} among {summary.records_read} records ({reasons})"
+        raise InputError(message + (f": {more}" if more else ""))

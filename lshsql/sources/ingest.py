@@ -23,7 +23,14 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_batch
-from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
+from lshsql.sources.documents import (
+    FORMATS,
+    DocSource,
+    Document,
+    iter_documents,
+    missing_columns_hint,
+    resolve_documents,
+)
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.records import path_text
 from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer, words
@@ -134,7 +141,7 @@ class IngestSummary:
 
 
 def ingest(
-    paths: list[str],
+    paths: list | str | Path | object,
     work: str | Path,
     params: IngestParams = IngestParams(),
     resources: db.Resources | None = None,
@@ -144,33 +151,42 @@ def ingest(
 
     Args:
         paths: JSON Lines / Parquet files (id, text, optional title, label or labels), Reuters-21578 .sgm
-            files, folders of them or globs.
+            files, folders of them or globs; or in-memory tables with those columns (a pyarrow.Table, a
+            pandas DataFrame without its index, a polars DataFrame), one or in the list, each read like a
+            Parquet file (pages.source_file names it, e.g. '<pandas.DataFrame #1>'; source_offset is
+            the row number).
         work: output folder (created).
         params: how to read and normalize; resources: DuckDB memory/threads and worker processes.
         progress: called with (records read, characters of text read) after each batch.
 
     Example:
         >>> summary = ingest(["docs.jsonl"], "work")  # doctest: +SKIP
+        >>> summary = ingest(pandas.DataFrame({"id": [1, 2], "text": ["a b", "a c"]}), "w")  # doctest: +SKIP
         >>> summary.pages_used  # doctest: +SKIP
     """
+    started = time.perf_counter()
     with workdir.writing(work):
-        return _ingest(paths, Path(work), params, resources, progress)
+        return _ingest(_sources(paths, params), Path(work), params, resources, progress, started)
+
+
+def _sources(paths: list | str | Path | object, params: IngestParams) -> list[DocSource]:
+    return resolve_documents(paths, params.format, (params.id_column, params.text_column))
 
 
 def _ingest(
-    paths: list[str],
+    sources: list[DocSource],
     work: Path,
     params: IngestParams,
     resources: db.Resources | None,
     progress: Progress | None,
+    started: float,
 ) -> IngestSummary:
-    started = time.perf_counter()
-    sources = resolve_documents(paths, params.format)
     resources = db.for_work(work, resources)
     with workdir.scratch(work, "ingest") as (raw_dir, staged):
         summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
+        hint = partial(missing_columns_hint, sources, params.id_column, params.text_column)
+        require_usable(summary, "document", hint)
         _record(work, staged, sources, params, summary)
-    require_usable(summary, "document")
     return summary
 
 
@@ -209,19 +225,22 @@ def _ingest_into(
 
 
 def ingest_if_changed(
-    paths: list[str],
+    paths: list | str | Path | object,
     work: str | Path,
     params: IngestParams = IngestParams(),
     resources: db.Resources | None = None,
     progress: Progress | None = None,
     force: bool = False,
 ) -> IngestSummary | None:
-    """Run `ingest` unless the work folder already holds it for the same inputs and parameters."""
+    """Run `ingest` unless the work folder already holds it for the same inputs and parameters (for an
+    in-memory table: the same rows, by their digest)."""
+    started = time.perf_counter()
     with workdir.writing(work):
-        current = fingerprint(resolve_documents(paths, params.format), params)
+        sources = _sources(paths, params)  # once: an in-memory table is digested as it is resolved
+        current = fingerprint(sources, params)
         if workdir.extraction_up_to_date(Path(work), current, workdir.INGEST_TABLES, force):
             return None
-        return ingest(paths, work, params, resources, progress)
+        return _ingest(sources, Path(work), params, resources, progress, started)
 
 
 # --- reading and normalizing ------------------------------------------------------------------------
@@ -355,6 +374,11 @@ def _record(
     work: Path, staged: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary
 ) -> None:
     """Switch the staged tables in; the manifest's 'extract' entry, as extract writes it, marked kind
-    'documents'."""
-    entry = {"fingerprint": fingerprint(sources, params), "kind": "documents", "params": params.to_json()}
+    'documents', and whether its terms are shingles (`run` then keeps the sets whole: no min_df, max_df)."""
+    entry = {
+        "fingerprint": fingerprint(sources, params),
+        "kind": "documents",
+        "shingled": params.shingle is not None,
+        "params": params.to_json(),
+    }
     publish(work, staged, workdir.INGEST_TABLES, entry, input_files(sources), summary)

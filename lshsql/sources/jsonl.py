@@ -4,6 +4,7 @@ manifest of a folder of .html files read their JSON Lines through the same funct
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import zlib
@@ -42,6 +43,18 @@ def json_object(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def first_object(path: str, lines: int = 100) -> dict | None:
+    """The first JSON object among the first `lines` non-blank lines of a JSON Lines file, None when there
+    is none or the file cannot be read: what its records look like, for an error message."""
+    with contextlib.suppress(InputError):
+        for n, (_, line) in enumerate(jsonl_lines(path)):
+            if line is None or n >= lines:
+                break
+            if (obj := json_object(line)) is not None:
+                return obj
+    return None
 
 
 def optional_text(obj: dict, key: str, default: str | None = None) -> tuple[bool, str | None]:

@@ -34,6 +34,7 @@ from lshsql.params import Params
 from lshsql.pipeline import Log, run_stages
 from lshsql.sources import corpus
 from lshsql.sources.corpus import CorpusSource, arrow_batches
+from lshsql.sources.frames import as_arrow
 from lshsql.sources.shingles import probe_digest, shingle_hashes
 from lshsql.tools import dedup_output
 
@@ -292,7 +293,7 @@ def _as_inputs(inputs: object) -> list[str] | pa.Table:
         return [str(inputs)]
     if isinstance(inputs, (list, tuple)):
         return [str(p) for p in inputs]
-    return corpus.as_arrow(inputs)
+    return as_arrow(inputs, "the input")
 
 
 def _clear(work: Path) -> None:

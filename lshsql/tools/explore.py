@@ -1,7 +1,9 @@
 """Reading results: What's Related, the largest clusters, ad-hoc SQL and the run's Table 1.
 
 Each function opens its own in-memory DuckDB with a view per output table of the work folder (no UDF), so
-they work on any finished run, from the CLI or a notebook.
+they work on any finished run, from the CLI or a notebook. Rows come back as a pyarrow.Table
+(`.to_pandas()`, `polars.from_arrow`); the CLI's `query` prints DuckDB's own Python values (query_rows),
+which Arrow does not always keep (a HUGEINT sum becomes a decimal, an interval a MonthDayNano).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from lshsql import manifest, schemas, urls
 from lshsql.engines import duckdb as db
@@ -28,7 +31,7 @@ WRITTEN_BY = {
 
 @dataclass(frozen=True)
 class Table:
-    """A query result: column names and rows."""
+    """A query result as Python values: column names and rows (the CLI's `query`, `info`)."""
 
     columns: list[str]
     rows: list[tuple]
@@ -127,15 +130,30 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = Non
         raise InputError(f"query failed: {one_line(e)}") from None
 
 
-def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources | None = None) -> Table:
-    """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first."""
+def fetch_arrow(con: duckdb.DuckDBPyConnection, query: str, params: dict | None = None) -> pa.Table:
+    """A query's rows as an Arrow table, columns named as DuckDB names them; a statement without a result
+    set gives no rows."""
+    try:
+        relation = con.sql(query, params=params or None)
+        return pa.table({}) if relation is None else db.arrow_table(relation)
+    except duckdb.Error as e:
+        raise InputError(f"query failed: {one_line(e)}") from None
+
+
+def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources | None = None) -> pa.Table:
+    """What's Related (Haveliwala et al. 2000, sec. 3): the URLs paired with `url`, most similar first:
+    related_url, similarity, n_bands (LSH tables they collided in) and same_cluster.
+
+    Example:
+        >>> related("work/example", "https://docs.python.example/3.11/").to_pandas()  # doctest: +SKIP
+    """
     work = Path(work)
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "pairs", "clusters")
         found = find_url(con, url)
         if found is None:
             raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
-        return _fetch(con, QUERIES["related"], {"url": found, "limit": limit})
+        return fetch_arrow(con, QUERIES["related"], {"url": found, "limit": limit})
 
 
 def canonical(url: str) -> str:
@@ -157,18 +175,18 @@ def find_url(con: duckdb.DuckDBPyConnection, url: str, relation: str = "urls") -
 
 def top_clusters(
     work: str | Path, limit: int = 10, members: int = 5, terms: int = 8, resources: db.Resources | None = None
-) -> Table:
-    """The largest clusters: size, center, the readable words of their labels (the terms that weigh most in
-    them, see cluster_labels) and their first members; a URL without a pair has no labels."""
+) -> pa.Table:
+    """The largest clusters: size, center, top_terms (the readable words of their labels, the terms that
+    weigh most in them, see cluster_labels; none for a URL without a pair) and members (the first ones, in
+    URL order, separated by spaces)."""
     work = Path(work)
     require_outputs(work, "clusters", "bags")
     with open_work(work, resources) as con:
-        found = _fetch(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
-    words = cluster_labels(work, [row[2] for row in found.rows], n=terms, resources=resources)
-    rows = [
-        (size, center, " ".join(words[center_id]), shown) for size, center, center_id, shown in found.rows
-    ]
-    return Table(["size", "center", "top_terms", "members"], rows)
+        found = fetch_arrow(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
+    center_ids = found.column("center_id").to_pylist()
+    words = cluster_labels(work, center_ids, n=terms, resources=resources)
+    top_terms = pa.array([" ".join(words[center_id]) for center_id in center_ids], pa.string())
+    return found.drop_columns(["center_id"]).add_column(2, "top_terms", top_terms)
 
 
 def cluster_labels(
@@ -211,10 +229,25 @@ def cluster_labels(
     return {int(i): found.get(int(i), []) for i in center_ids}
 
 
-def query(work: str | Path, sql: str, resources: db.Resources | None = None) -> Table:
+def query(work: str | Path, sql: str, resources: db.Resources | None = None) -> pa.Table:
     """Run the user's SQL over the work folder's tables (pages, links, fragments, bags, pairs, ...), within
-    `resources` (see open_work). Repeated column names are made unique as DuckDB names the columns of a
-    subquery (a, a_1); a statement without a result set returns DuckDB's Count or Success column."""
+    `resources` (see open_work), and return its rows as an Arrow table. Repeated column names are made
+    unique as DuckDB names the columns of a subquery (a, a_1); a statement without a result set (create
+    view ...) gives no rows.
+
+    Example:
+        >>> query("work/example", "select size, count(*) from clusters group by 1")  # doctest: +SKIP
+    """
+    with open_work(work, resources) as con:
+        if not _has_statement(con, sql):
+            raise InputError("no SQL statement given")
+        found = fetch_arrow(con, sql)
+    return found.rename_columns(unique_names(found.column_names))
+
+
+def query_rows(work: str | Path, sql: str, resources: db.Resources | None = None) -> Table:
+    """`query` as DuckDB's Python values, for printing (`lshsql query`); a statement without a result set
+    gives DuckDB's Count or Success column."""
     with open_work(work, resources) as con:
         if not _has_statement(con, sql):
             raise InputError("no SQL statement given")

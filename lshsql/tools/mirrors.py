@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+
 from lshsql import manifest, pipeline, schemas, sqlfiles, workdir
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.tools.explore import Table, clustering_path, open_work
+from lshsql.tools.explore import clustering_path, fetch_arrow, open_work
 
 SQL = "90_mirrors.sql"
 SOURCES = ("clusters", "cut")
@@ -61,9 +63,9 @@ def likely_mirrors(
     min_jaccard: float = 0.5,
     limit: int | None = None,
     resources: db.Resources | None = None,
-) -> Table:
+) -> pa.Table:
     """The pairs of DIR/mirrors.parquet (written by `mirrors`) whose Jaccard is at least `min_jaccard`,
-    most alike first."""
+    most alike first, as an Arrow table."""
     work = Path(work)
     if not 0 <= min_jaccard <= 1:
         raise ParamError(f"min_jaccard must be in [0, 1], got {min_jaccard}")
@@ -72,10 +74,9 @@ def likely_mirrors(
     if not pipeline.output_path(work, "mirrors").exists():
         raise InputError(f"{work}: no mirrors.parquet yet; run `lshsql mirrors --work {work}` first")
     with open_work(work, resources) as con:
-        result = con.execute(
+        return fetch_arrow(
+            con,
             "select * from mirrors where jaccard >= $min_jaccard "
             "order by jaccard desc, shared_clusters desc, host_a, host_b limit $limit",
             {"min_jaccard": min_jaccard, "limit": 2**62 if limit is None else limit},
         )
-        columns = [d[0] for d in result.description]
-        return Table(columns, result.fetchall())

@@ -281,7 +281,8 @@ def _header(work: Path, data: dict, params: dict, stats: dict) -> str:
 def _clusters_html(work: Path, resources: db.Resources) -> str:
     table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS, resources=resources)
     rows = []
-    for rank, (size, center, terms, members) in enumerate(table.rows, 1):
+    for rank, row in enumerate(table.to_pylist(), 1):
+        size, center, terms, members = row["size"], row["center"], row["top_terms"], row["members"]
         items = "".join(f"<li>{url_html(m)}</li>" for m in (members or "").split())
         rows.append(
             [

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from lshsql import manifest, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.sources.jsonl import is_gzip
-from lshsql.tools.explore import Table, canonical, clustering_path, find_url, open_work
+from lshsql.tools.explore import canonical, clustering_path, fetch_arrow, find_url, open_work
 
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
@@ -48,7 +49,7 @@ def cluster_members(
     from_cut: bool = False,
     limit: int | None = None,
     resources: db.Resources | None = None,
-) -> Table:
+) -> pa.Table:
     """The members of a cluster in URL order: whether each is the center, whether its page was fetched,
     its title (NOT_FETCHED for a URL known only as a link target), its in-degree (links pointing to it)
     and the source_file and source_offset its page was read from. `cluster` is the center_id (an integer),
@@ -56,7 +57,7 @@ def cluster_members(
     with the cluster's center_id and size.
 
     Example:
-        >>> cluster_members("work/example", "https://www.python.org/").rows  # doctest: +SKIP
+        >>> cluster_members("work/example", "https://www.python.org/").to_pylist()  # doctest: +SKIP
     """
     work = Path(work)
     if limit is not None and limit < 0:
@@ -65,7 +66,8 @@ def cluster_members(
     with open_work(work, resources) as con:
         _ensure_pages_and_links(con)
         center_id = _center_id(con, relation, cluster)
-        result = con.execute(
+        return fetch_arrow(
+            con,
             MEMBERS.format(relation=relation),
             {
                 "center_id": center_id,
@@ -74,24 +76,22 @@ def cluster_members(
                 "not_captures": list(NOT_CAPTURES),
             },
         )
-        columns = [d[0] for d in result.description]
-        return Table(columns, result.fetchall())
 
 
 def heading(
-    table: Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
+    table: pa.Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
 ) -> str:
     """One line naming the cluster of a `cluster_members` table: its id, size and center."""
-    if not table.rows:
+    if not table.num_rows:
         return "no members shown"
-    row = dict(zip(table.columns, table.rows[0], strict=True))
+    row = table.slice(0, 1).to_pylist()[0]
     with open_work(work, resources) as con:
         center = db.scalar(
             con,
             f"select center from {_relation(Path(work), from_cut)} where center_id = $id limit 1",
             {"id": row["center_id"]},
         )
-    shown = f", {len(table.rows)} shown" if len(table.rows) < row["size"] else ""
+    shown = f", {table.num_rows} shown" if table.num_rows < row["size"] else ""
     return f"cluster {row['center_id']}: {row['size']} URLs{shown}, center {center}"
 
 

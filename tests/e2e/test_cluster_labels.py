@@ -126,9 +126,10 @@ def test_clusters_and_report_show_the_words(runs):
     work = runs["one"]
     table = explore.top_clusters(work, limit=5, terms=8)
     words_of = explore.cluster_labels(work, [row[2] for row in _centers(work, 5)], n=8)
-    assert [row[2] for row in table.rows] == [" ".join(w) for w in words_of.values()]
-    assert all(row[2] for row in table.rows)
-    shown = " ".join(row[2] for row in table.rows).split()
+    top_terms = table["top_terms"].to_pylist()
+    assert top_terms == [" ".join(w) for w in words_of.values()]
+    assert all(top_terms)
+    shown = " ".join(top_terms).split()
     labels = rows("select term, word from read_parquet($l)", l=work / "cluster_labels.parquet")
     assert set(shown) <= {word for _, word in labels}
     assert "modul" not in shown and "module" in shown  # the Python docs cluster: module, not its stem
@@ -139,7 +140,7 @@ def test_clusters_and_report_show_the_words(runs):
         check=True,
     )
     page = Path(result.stdout.strip()).read_text(encoding="utf-8")
-    assert all(html.escape(row[2]) in page for row in table.rows)
+    assert all(html.escape(terms) in page for terms in top_terms)
 
 
 def _centers(work: Path, limit: int) -> list[tuple]:

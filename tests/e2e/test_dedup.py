@@ -298,7 +298,7 @@ def test_explain_clusters_and_query_read_a_dedup_folder(corpus_run):
     clusters = runner.invoke(app, ["clusters", "--work", work, "--limit", "2"])
     assert clusters.exit_code == 0 and "000000000001 orig" in clusters.output
     table = lshsql.query(work, "select count(*) as n from duplicates where reason = 'duplicate'")
-    assert table.rows == [(5,)]
+    assert table.to_pylist() == [{"n": 5}]
 
 
 def test_character_shingles_for_text_without_spaces(tmp_path):

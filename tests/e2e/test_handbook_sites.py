@@ -39,7 +39,7 @@ def test_handbook_labels_members_and_aliases(tmp_path):
     surface = {row["word"] for row in pq.read_table(tmp_path / "surface_forms.parquet").to_pylist()}
     assert words and set(words) <= surface  # words read in the crawl, not stems
     members = cluster_members(tmp_path, biggest["center_id"])
-    fetched = [dict(zip(members.columns, row, strict=True)) for row in members.rows]
+    fetched = members.to_pylist()
     fetched = [m for m in fetched if m["fetched"]]
     assert len(fetched) >= 10 and all(m["title"] and m["source_offset"] >= 0 for m in fetched)
     html = stored_html(tmp_path, fetched[0]["url"])

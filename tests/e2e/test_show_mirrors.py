@@ -172,9 +172,17 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
     ]
     assert "Apple varieties" in table[3] and str(offsets["http://a.example/apples.html"]) in table[3]
     # a member that was only linked to
-    [durian, _] = cluster_members(work, "http://a.example/durian.html").rows
-    assert durian[2:] == ("http://a.example/durian.html", True, False, NOT_FETCHED, 4, None, None)
-    assert len(cluster_members(work, center_id, limit=1).rows) == 1
+    [durian, _] = cluster_members(work, "http://a.example/durian.html").to_pylist()
+    assert list(durian.values())[2:] == [
+        "http://a.example/durian.html",
+        True,
+        False,
+        NOT_FETCHED,
+        4,
+        None,
+        None,
+    ]
+    assert cluster_members(work, center_id, limit=1).num_rows == 1
 
 
 def test_show_html_prints_the_page_exactly_as_written(mirrored):

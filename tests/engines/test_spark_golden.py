@@ -36,7 +36,7 @@ from tests.conftest import write_table  # noqa: E402
 # Spark 4.1 brought WITH RECURSIVE (sql/04_url_aliases.sql) and Arrow UDFs (pyarrow arrays in and out).
 RECURSIVE_CTES = tuple(int(v) for v in pyspark.__version__.split(".")[:2]) >= (4, 1)
 
-PARAMS = resolve(Params(num_perm=16, k=2, l=6, min_df=1, max_df=1.0, threshold=0.5, seed=3), from_bags=False)
+PARAMS = resolve(Params(num_perm=16, k=2, l=6, min_df=1, max_df=1.0, threshold=0.5, seed=3), whole_sets=False)
 
 
 def fragments() -> list[dict]:
@@ -134,7 +134,7 @@ def test_term_counts_urls_terms(engines):
 @pytest.mark.parametrize("weighting", ["tfidf", "tf", "none"])
 def test_bags(engines, weighting):
     base(engines)
-    params = resolve(Params(min_df=1, max_df=0.9, weighting=weighting, scale=100.0), from_bags=False)
+    params = resolve(Params(min_df=1, max_df=0.9, weighting=weighting, scale=100.0), whole_sets=False)
     sql_params = {
         "min_df": params.min_df,
         "max_df": params.max_df,
@@ -171,7 +171,7 @@ def bags_and_signatures(engines, params: Params = PARAMS) -> None:
 
 def test_element_hashes_and_signatures(engines):
     bags_and_signatures(engines)
-    three_bytes = resolve(Params(num_perm=16, signature_bytes=3, seed=3, k=2, l=6), from_bags=False)
+    three_bytes = resolve(Params(num_perm=16, signature_bytes=3, seed=3, k=2, l=6), whole_sets=False)
     rows = engines.run("30_signatures.sql", context=template_context(three_bytes), out="signatures_3b")
     assert all(0 <= r["h5"] < 2**24 for r in rows)
 

@@ -38,7 +38,7 @@ FRAGMENTS = [
 
 
 def bags(tmp_path, **params) -> dict[tuple[int, str], float]:
-    p = resolve(Params(**{"min_df": 1, "max_df": 1.0, **params}), from_bags=False)
+    p = resolve(Params(**{"min_df": 1, "max_df": 1.0, **params}), whole_sets=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     run_stage(tmp_path, "urls", p)
     run_stage(tmp_path, "terms", p)
@@ -61,7 +61,7 @@ def read_rows(path) -> list[dict]:
 def test_terms_are_numbered_in_hash_order(tmp_path):
     from lshsql.engines.udf import term_hash
 
-    p = resolve(Params(), from_bags=False)
+    p = resolve(Params(), whole_sets=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     terms = run_stage(tmp_path, "terms", p)
     words = ["apple", "banana", "cherry", "durian"]
@@ -74,7 +74,7 @@ def test_terms_are_numbered_in_hash_order(tmp_path):
 
 
 def test_term_counts_and_url_ids(tmp_path):
-    p = resolve(Params(), from_bags=False)
+    p = resolve(Params(), whole_sets=False)
     counts = run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     assert [(r["url"], r["term"], r["tf"]) for r in counts] == [
         ("http://a/", "apple", 2.0),
@@ -415,7 +415,7 @@ def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     from lshsql.errors import StageError
 
     monkeypatch.setattr(udf, "term_hash", lambda terms: pa.array([7] * len(terms), type=pa.int64()))
-    p = resolve(Params(), from_bags=False)
+    p = resolve(Params(), whole_sets=False)
     run_stage(tmp_path, "term_counts", p, {"fragments": FRAGMENTS})
     with pytest.raises(StageError, match="share a 63-bit term_hash"):
         run_stage(tmp_path, "terms", p)

@@ -62,7 +62,9 @@ def write_clusters(path, rows=CLUSTERS):
 
 def rows_of(work, **options):
     path, counts = mirrors(work, **options)
-    got = query(work, "select * from mirrors").rows  # the catalogue sees the new table
+    got = [
+        tuple(row.values()) for row in query(work, "select * from mirrors").to_pylist()
+    ]  # the catalogue sees the new table
     assert counts["rows"] == len(got)
     return [(*row[:5], pytest.approx(row[5])) for row in got]
 
@@ -86,10 +88,12 @@ def test_likely_mirrors_are_the_pairs_above_a_jaccard(tmp_path):
     write_clusters(tmp_path / "clusters.parquet")
     mirrors(tmp_path, min_shared=1)
     table = likely_mirrors(tmp_path, min_jaccard=0.3)
-    assert table.columns == [name for name, _, _ in schemas.COLUMNS["mirrors"]]
-    assert [row[:2] for row in table.rows] == [r[:2] for r in EXPECTED[:3]]
-    assert len(likely_mirrors(tmp_path, min_jaccard=0.3, limit=1).rows) == 1
-    assert likely_mirrors(tmp_path, min_jaccard=1.0).rows[0][:2] == EXPECTED[0][:2]
+    assert table.column_names == [name for name, _, _ in schemas.COLUMNS["mirrors"]]
+    hosts = list(zip(table["host_a"].to_pylist(), table["host_b"].to_pylist(), strict=True))
+    assert hosts == [r[:2] for r in EXPECTED[:3]]
+    assert likely_mirrors(tmp_path, min_jaccard=0.3, limit=1).num_rows == 1
+    first = likely_mirrors(tmp_path, min_jaccard=1.0).to_pylist()[0]
+    assert (first["host_a"], first["host_b"]) == EXPECTED[0][:2]
 
 
 def test_from_cut_reads_the_cut(tmp_path):

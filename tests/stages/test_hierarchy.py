@@ -264,7 +264,7 @@ def test_tree_and_cut_are_in_the_work_folder_catalog(planted):
         work,
         "select (select count(*) from cut), (select count(*) from cluster_tree where is_leaf), (select count(*) > 0 from merges)",
     )
-    assert result.rows == [(len(bags), len(bags), True)]
+    assert [tuple(row.values()) for row in result.to_pylist()] == [(len(bags), len(bags), True)]
 
 
 @pytest.mark.slow

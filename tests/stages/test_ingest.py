@@ -343,7 +343,7 @@ def test_cli_prints_the_summary_and_skips_when_up_to_date(tmp_path):
         ([str(JSONL), "--shingle", "0"], "shingle must be >= 1"),
         ([str(JSONL), "--format", "xml"], "unknown format 'xml'"),
         ([str(JSONL), "--format", "parquet"], "not a readable Parquet file"),
-        ([str(JSONL), "--text-column", "body"], "no usable document among 10 records"),
+        ([str(JSONL), "--text-column", "body"], "no field 'body' (fields: id, title, text, label); name it"),
         ([str(JSONL), "--extra-stopwords", "/nonexistent/stop.txt"], "stop.txt"),
     ],
 )
