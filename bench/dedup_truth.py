@@ -25,9 +25,13 @@ Output (OUT, default: the corpus folder, or the first input's folder):
   truth/truth_<T>.parquet  id_a, id_b, jaccard: every pair with J >= T, id_a before id_b in input order
 
 Scores of a dedup result (score(); used by dedup_compare.py). The truth keeps, greedily in input order,
-every document that has no pair with an already kept document; the others are the truth's removals
-(each duplicates a kept document). Given the set R of documents a system removed (K: the rest):
-  recall     |R & truth's removals| / |truth's removals|
+every document that has no pair with an already kept document; each other document is the truth's
+removal and joins the group of the first kept document it duplicates (a group of n documents: n - 1
+removals). Given the set R of documents a system removed (K: the rest):
+  recall     sum over the truth's groups of min(|R & group|, n - 1), over the truth's removals: a group
+             counts as done when all but one of its documents are gone, whichever one stays (peers keep
+             different representatives). recall_keep_first, |R & truth's removals| / |truth's removals|,
+             is the same for a system that keeps the first document of each group.
   precision  share of R that has a pair (J >= T) with some document in K: its content survives in the
              output. A document removed because it resembles a removed document only (chains
              A ~ B ~ C with A !~ C, B removed) does not count as correct.
@@ -222,45 +226,58 @@ def brute_force(files: list[Path], ts: list[float], out: Path) -> dict:
 # -- scores -------------------------------------------------------------------------------------------------
 
 
-def greedy_removals(pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
-    """Positions the truth removes: in input order, a document with a pair to a kept earlier one."""
+def greedy_groups(pos_a: np.ndarray, pos_b: np.ndarray) -> dict[int, int]:
+    """The truth's removals: in input order, a document with a pair to a kept earlier one is removed;
+    returns {removed position: position of the first kept document it duplicates}."""
     order = np.lexsort((pos_a, pos_b))
-    removed: set[int] = set()
+    removed: dict[int, int] = {}
     for a, b in zip(pos_a[order].tolist(), pos_b[order].tolist(), strict=True):
         if a not in removed and b not in removed:
             # b's pairs arrive after every pair of a's (a < b), so a's fate is settled: kept.
-            removed.add(b)
-    return np.fromiter(removed, dtype=np.int64, count=len(removed))
+            removed[b] = a
+    return removed
+
+
+def group_recall(groups: dict[int, int], removed: set[int]) -> int:
+    """Sum over the truth's groups (a kept document and its removals) of min(|removed & group|, n - 1)."""
+    members: dict[int, list[int]] = {}
+    for doc, kept in groups.items():
+        members.setdefault(kept, [kept]).append(doc)
+    return sum(min(sum(d in removed for d in group), len(group) - 1) for group in members.values())
 
 
 def score(truth_dir: Path, t: float, removed: str, con: duckdb.DuckDBPyConnection | None = None) -> dict:
-    """Scores of a removal list: `removed` is a Parquet file with column id, and optionally kept_id
-    (the kept document each removal duplicates) and similarity. See the module docstring."""
+    """Scores of a removal list: `removed` is a Parquet or JSON Lines file with column id, and optionally
+    kept_id (the kept document each removal duplicates) and similarity. See the module docstring."""
     con = con or duckdb.connect()
     docs = bl.sqlstr(str(truth_dir / "docs.parquet"))
     truth = bl.sqlstr(str(truth_dir / f"truth_{bl.tstr(t)}.parquet"))
-    cols = {
-        r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({bl.sqlstr(removed)})").fetchall()
-    }
+    src = (
+        f"read_json({bl.sqlstr(removed)}, format='newline_delimited')"
+        if removed.endswith((".jsonl", ".jsonl.gz"))
+        else f"read_parquet({bl.sqlstr(removed)})"
+    )
+    cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
     partner = "kept_id" in cols
     sim = "similarity" in cols
     con.execute(f"CREATE OR REPLACE TEMP TABLE d AS SELECT pos, id FROM read_parquet({docs})")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE r AS
         SELECT DISTINCT d.pos, {"k.pos" if partner else "NULL::INTEGER"} AS kpos,
                {"rm.similarity::DOUBLE" if sim else "NULL::DOUBLE"} AS sim
-        FROM read_parquet({bl.sqlstr(removed)}) rm JOIN d ON d.id = rm.id::VARCHAR
+        FROM {src} rm JOIN d ON d.id = rm.id::VARCHAR
         {"LEFT JOIN d k ON k.id = rm.kept_id::VARCHAR" if partner else ""}""")
     unknown = con.execute(
-        f"SELECT count(*) FROM read_parquet({bl.sqlstr(removed)}) WHERE id::VARCHAR NOT IN (SELECT id FROM d)"
+        f"SELECT count(*) FROM {src} WHERE id::VARCHAR NOT IN (SELECT id FROM d)"
     ).fetchone()[0]
     con.execute(f"""CREATE OR REPLACE TEMP TABLE e AS
         SELECT a.pos AS a, b.pos AS b, t.jaccard FROM read_parquet({truth}) t
         JOIN d a ON a.id = t.id_a JOIN d b ON b.id = t.id_b""")
     pa, pb = con.execute("SELECT a, b FROM e").fetchnumpy().values()
-    truth_removed = greedy_removals(np.asarray(pa, dtype=np.int64), np.asarray(pb, dtype=np.int64))
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE tr AS SELECT unnest($1::BIGINT[]) AS pos", [truth_removed.tolist()]
-    )
+    groups = greedy_groups(np.asarray(pa, dtype=np.int64), np.asarray(pb, dtype=np.int64))
+    truth_removed = list(groups)
+    con.execute("CREATE OR REPLACE TEMP TABLE tr AS SELECT unnest($1::BIGINT[]) AS pos", [truth_removed])
+    system_removed = {r[0] for r in con.execute("SELECT DISTINCT pos FROM r").fetchall()}
+    credit = group_recall(groups, system_removed)
     n_docs = con.execute("SELECT count(*) FROM d").fetchone()[0]
     n_removed = con.execute("SELECT count(DISTINCT pos) FROM r").fetchone()[0]
     found = con.execute("SELECT count(*) FROM tr WHERE pos IN (SELECT pos FROM r)").fetchone()[0]
@@ -278,7 +295,8 @@ def score(truth_dir: Path, t: float, removed: str, con: duckdb.DuckDBPyConnectio
         "truth_removed": len(truth_removed),
         "found": found,
         "covered": covered,
-        "recall": found / len(truth_removed) if len(truth_removed) else 1.0,
+        "recall": credit / len(truth_removed) if len(truth_removed) else 1.0,
+        "recall_keep_first": found / len(truth_removed) if len(truth_removed) else 1.0,
         "precision": covered / n_removed if n_removed else 1.0,
         "left_pairs": left,
     }
@@ -303,7 +321,9 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="8GB")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--check", action="store_true", help="also brute force (up to ~5,000 documents)")
-    parser.add_argument("--score", help="score this removal list (Parquet: id [, kept_id, similarity])")
+    parser.add_argument(
+        "--score", help="score this removal list (Parquet or JSON Lines: id [, kept_id, similarity])"
+    )
     args = parser.parse_args()
     ts = sorted({float(x) for x in args.threshold.split(",") if x.strip()})
     files = input_files(args.inputs)
