@@ -15,6 +15,8 @@ Steps:
                        tokenizer; 14 x 8 hashes, its default, for 0.65 <= T <= 0.75, else the banding of
                        112 hashes that benchlib.lsh_bands picks for T), --workers processes
       datatrove-split  the same with a whitespace word tokenizer instead of spaCy
+      text-dedup       bench/dedup_peers.py textdedup: text_dedup.minhash with its defaults (250
+                       permutations, its own bands x rows for T), --workers processes
     Timed from outside: wall clock from start to exit (interpreter start-up, reading, shingling, hashing,
     LSH, clustering, writing the kept documents and the removal list); peak RSS = the largest sum of RSS
     over the process group, sampled every 0.1 s, or wait4's ru_maxrss if larger; CPU seconds of the
@@ -51,7 +53,7 @@ sys.path.insert(0, str(HERE))
 import dedup_truth as dt  # noqa: E402
 from results import machine, write_section  # noqa: E402
 
-SYSTEMS = ("lshsql", "datatrove", "datatrove-split")
+SYSTEMS = ("lshsql", "datatrove", "datatrove-split", "text-dedup")
 
 
 # -- running and measuring a process ------------------------------------------------------------------------
@@ -65,9 +67,10 @@ def busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def group_rss(pgid: int) -> int:
-    """Sum of RSS (bytes) of the processes in process group `pgid`."""
-    page = os.sysconf("SC_PAGE_SIZE")
+def group_sample(pgid: int, cpu_seen: dict[int, float]) -> int:
+    """Sum of RSS (bytes) of the processes in process group `pgid`; records each one's CPU seconds so far
+    in `cpu_seen` (workers started by a fork server are not children whose rusage wait4 reports)."""
+    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
     total = 0
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -77,15 +80,17 @@ def group_rss(pgid: int) -> int:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ..., rss at index 21
-            total += int(fields[21]) * page
+        fields = stat[stat.rindex(")") + 2 :].split()  # from field 3 (state) on: see proc(5)
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[21]) * page  # rss
+            cpu_seen[int(name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
     return total
 
 
 def run_monitored(cmd: list[str], log: Path, timeout: float, env: dict | None = None) -> dict:
     busy0 = busy_cpu_s()
     self0 = sum(os.times()[:2])
+    cpu_seen: dict[int, float] = {}
     with open(log, "w") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -95,7 +100,7 @@ def run_monitored(cmd: list[str], log: Path, timeout: float, env: dict | None = 
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak = max(peak, group_rss(proc.pid))
+            peak = max(peak, group_sample(proc.pid, cpu_seen))
             if time.perf_counter() - start > timeout:
                 timed_out = True
                 os.killpg(proc.pid, 9)
@@ -104,7 +109,7 @@ def run_monitored(cmd: list[str], log: Path, timeout: float, env: dict | None = 
             time.sleep(0.1)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
+    cpu = max(usage.ru_utime + usage.ru_stime, sum(cpu_seen.values()))
     ours = cpu + sum(os.times()[:2]) - self0
     return {
         "wall_s": wall,
@@ -134,6 +139,13 @@ def tail(path: Path, n: int = 3) -> str:
     except OSError:
         return ""
     return " / ".join(lines[-n:])[-400:]
+
+
+def summary_line(log: Path) -> str:
+    """lshsql dedup's own count and speed lines, joined."""
+    keep = ("documents read", "groups", "time")
+    lines = [x.strip() for x in log.read_text(errors="replace").splitlines() if x.startswith(keep)]
+    return "; ".join(" ".join(x.split()) for x in lines)
 
 
 # -- corpus and truth ---------------------------------------------------------------------------------------
@@ -200,6 +212,16 @@ def command(name: str, files: list[Path], t: float, work: Path, args: argparse.N
             f"{t:g}",
         ]
         return cmd + shlex.split(args.lshsql_args)
+    if name == "text-dedup":
+        cmd = [
+            args.peer_python,
+            str(HERE / "dedup_peers.py"),
+            "textdedup",
+            *map(str, files),
+            "--work",
+            str(work),
+        ]
+        return cmd + ["--threshold", f"{t:g}", "--workers", str(args.workers)]
     b, r = datatrove_bands(t, args.datatrove_bands)
     cmd = [args.peer_python, str(HERE / "dedup_peers.py"), "datatrove", *map(str, files), "--work", str(work)]
     cmd += ["--buckets", str(b), "--rows", str(r), "--workers", str(args.workers)]
@@ -336,8 +358,8 @@ def table(mb: float, n_docs: int, t: float, truth_info: dict, systems: list[dict
 def section(args: argparse.Namespace, meta: dict, tables: list[str]) -> str:
     counts = ", ".join(f"{k} {v:,}" for k, v in meta["counts"].items())
     return (
-        f"## Dedup: `lshsql dedup` and datatrove (`bench/dedup_compare.py {shlex.join(sys.argv[1:])}`, "
-        f"{date.today()})\n\n"
+        "## Dedup: `lshsql dedup`, datatrove and text-dedup "
+        f"(`bench/dedup_compare.py {shlex.join(sys.argv[1:])}`, {date.today()})\n\n"
         f"Machine: {machine()}. Corpus: bench/gen_text_corpus.py, seed {meta['seed']}, "
         f"{meta['text_mb']:,.0f} MB of text in {len(meta['files'])} JSON Lines files, "
         f"documents by kind: {counts} "
@@ -349,8 +371,8 @@ def section(args: argparse.Namespace, meta: dict, tables: list[str]) -> str:
         "precision: share of removals with a kept duplicate (J >= T); dups left: pairs with J >= T both "
         "kept; partner ok: removals whose named kept document has J >= T. "
         + (f"lshsql ran with `{args.lshsql_args}`. " if args.lshsql_args else "")
-        + f"datatrove {args.workers} worker processes; datatrove-split: the same with a whitespace "
-        "tokenizer instead of spaCy.\n\n" + "\n\n".join(tables)
+        + f"datatrove and text-dedup: {args.workers} worker processes; datatrove-split: datatrove with a "
+        "whitespace tokenizer instead of spaCy's (bench/dedup_peers.py says why).\n\n" + "\n\n".join(tables)
     )
 
 
@@ -374,7 +396,7 @@ def main() -> None:
     parser.add_argument(
         "--lshsql-args", default="", help='more options, e.g. "--memory-limit 4GB --threads 2"'
     )
-    parser.add_argument("--peer-python", default=".dedup-venv/bin/python", help="Python with datatrove")
+    parser.add_argument("--peer-python", default=".dedup-venv/bin/python", help="Python with the peers")
     parser.add_argument("--workers", type=int, default=2, help="datatrove's processes at a time")
     parser.add_argument("--datatrove-bands", help="B:R instead of the default choice, e.g. 14:8")
     parser.add_argument("--work", type=Path, help="default DATA/dedup-work")
@@ -392,7 +414,7 @@ def main() -> None:
             parser.error(f"unknown system {name}")
     if "lshsql" in names and not shutil.which(args.lshsql):
         sys.exit(f"no lshsql at {args.lshsql} (--lshsql)")
-    if any(n.startswith("datatrove") for n in names) and not Path(args.peer_python).exists():
+    if any(n != "lshsql" for n in names) and not Path(args.peer_python).exists():
         sys.exit(f"no {args.peer_python}: make .dedup-venv (see the Makefile) or pass --peer-python")
     ts = [float(t) for t in args.thresholds.split(",")]
     folder = corpus(args)
@@ -422,7 +444,7 @@ def main() -> None:
                     if (work / "timing.json").exists():
                         entry["timing"] = json.loads((work / "timing.json").read_text())
                     if name == "lshsql":
-                        entry["summary"] = tail(log, 1)
+                        entry["summary"] = summary_line(log)
                         if i == args.runs - 1:
                             entry["output_check"] = check_lshsql_output(folder, files, work)
                 runs[name].append(entry)
