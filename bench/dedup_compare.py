@@ -309,30 +309,29 @@ def summarize(name: str, runs: list[dict]) -> dict:
     }
 
 
-def table(mb: float, n_docs: int, t: float, truth_info: dict, systems: list[dict], n_runs: int) -> str:
+def table(mb: float, n_docs: int, t: float, truth_info: dict, systems: list[dict]) -> str:
     ref = next((s for s in systems if s["name"] == "lshsql" and "seconds" in s), None)
     lines = [
         f"### {mb:,.0f} MB of text, {n_docs:,} documents, T = {t:g}: the truth removes "
-        f"{truth_info['truth_removed']:,} documents ({truth_info['truth_pairs']:,} pairs with J >= T), "
-        f"median of {n_runs} runs",
+        f"{truth_info['truth_removed']:,} documents ({truth_info['truth_pairs']:,} pairs with J >= T)",
         "",
-        "| system | median s | MB/s | peak RSS MB | removed | recall | precision | dups left | partner ok |"
-        " time vs lshsql |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | runs | median s | MB/s | peak RSS MB | removed | recall | precision | dups left "
+        "| partner ok | time vs lshsql |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     notes = []
     for s in systems:
         if "seconds" not in s:
-            lines.append(f"| {s['name']} | failed | | | | | | | | |")
+            lines.append(f"| {s['name']} | failed | | | | | | | | | |")
             notes.append(f"{s['name']} failed: `{s['failed']}`")
             continue
         sc = s["score"]
         ratio = f"{s['seconds'] / ref['seconds']:.2f}x" if ref else "n/a"
         partner = f"{sc['partner']:.4f}" if "partner" in sc else "-"
         lines.append(
-            f"| {s['name']} | {s['seconds']:.1f} | {mb / s['seconds']:.2f} | {s['rss_mb']:,.0f} | "
-            f"{sc['removed']:,} | {sc['recall']:.4f} | {sc['precision']:.4f} | {sc['left_pairs']:,} | "
-            f"{partner} | {ratio} |"
+            f"| {s['name']} | {s['runs']} | {s['seconds']:.1f} | {mb / s['seconds']:.2f} "
+            f"| {s['rss_mb']:,.0f} | {sc['removed']:,} | {sc['recall']:.4f} | {sc['precision']:.4f} "
+            f"| {sc['left_pairs']:,} | {partner} | {ratio} |"
         )
         detail = f"{s['name']}: runs {s['all_seconds']} s, CPU {s['cpu_s']:.0f} s"
         if s.get("timing"):
@@ -389,6 +388,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("bench-data"))
     parser.add_argument("--thresholds", default="0.7")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--runs-for",
+        action="append",
+        default=[],
+        metavar="SYSTEM=N",
+        help="fewer (or more) runs for one system, e.g. datatrove=1 (spaCy makes it slow); repeatable",
+    )
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma list of {', '.join(SYSTEMS)}")
     parser.add_argument(
         "--lshsql", default=str(Path(sys.executable).parent / "lshsql"), help="its executable"
@@ -416,6 +422,12 @@ def main() -> None:
         sys.exit(f"no lshsql at {args.lshsql} (--lshsql)")
     if any(n != "lshsql" for n in names) and not Path(args.peer_python).exists():
         sys.exit(f"no {args.peer_python}: make .dedup-venv (see the Makefile) or pass --peer-python")
+    runs_for = {n: args.runs for n in names}
+    for item in args.runs_for:
+        name, _, count = item.partition("=")
+        if name not in runs_for:
+            parser.error(f"--runs-for {item}: {name} is not in --systems")
+        runs_for[name] = int(count)
     ts = [float(t) for t in args.thresholds.split(",")]
     folder = corpus(args)
     meta = json.loads((folder / "meta.json").read_text())
@@ -426,9 +438,9 @@ def main() -> None:
     tables, results = [], {}
     for t in ts:
         runs: dict[str, list[dict]] = {n: [] for n in names}
-        for i in range(args.runs):
+        for i in range(max(runs_for.values())):
             order = names[i % len(names) :] + names[: i % len(names)]
-            for name in order:
+            for name in (n for n in order if i < runs_for[n]):
                 work = work_root / f"{t:g}" / name
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir(parents=True)
@@ -445,13 +457,13 @@ def main() -> None:
                         entry["timing"] = json.loads((work / "timing.json").read_text())
                     if name == "lshsql":
                         entry["summary"] = summary_line(log)
-                        if i == args.runs - 1:
+                        if i == runs_for[name] - 1:
                             entry["output_check"] = check_lshsql_output(folder, files, work)
                 runs[name].append(entry)
                 sc = entry.get("score", {})
                 nan = float("nan")
                 print(
-                    f"T={t:g} run {i + 1}/{args.runs} {name}: {run['wall_s']:.1f} s, "
+                    f"T={t:g} run {i + 1}/{runs_for[name]} {name}: {run['wall_s']:.1f} s, "
                     f"{run['peak_rss_mb']:.0f} MB, rc {run['rc']}, removed {sc.get('removed')}, "
                     f"recall {sc.get('recall', nan):.4f}, precision {sc.get('precision', nan):.4f}"
                     + ("" if run["rc"] == 0 else f" -- {tail(log)}"),
@@ -459,7 +471,7 @@ def main() -> None:
                 )
         systems = [summarize(n, runs[n]) for n in names]
         truth_info = dt.score(folder / "truth", t, str(folder / "truth" / "docs.parquet"))  # for the totals
-        tables.append(table(mb, meta["docs"], t, truth_info, systems, args.runs))
+        tables.append(table(mb, meta["docs"], t, truth_info, systems))
         results[f"{t:g}"] = {"systems": systems, "runs": runs}
         print("\n" + tables[-1] + "\n", flush=True)
         (work_root / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
