@@ -86,9 +86,9 @@ $(DEDUP_VENV)/bin/python: bench/dedup-requirements.txt
 	$(DEDUP_VENV)/bin/pip install --quiet -r bench/dedup-requirements.txt
 	@touch $@
 
-bench-dedup: install $(DEDUP_VENV)/bin/python  ## lshsql dedup vs datatrove on a generated 1 GB text corpus, T 0.7: time, MB/s, RSS, recall, precision
-	$(BIN)/python bench/dedup_compare.py --mb 1000 --thresholds 0.7 --runs 3 --peer-python $(DEDUP_VENV)/bin/python \
-		--lshsql-args "--memory-limit 4GB --threads 2" --md bench/RESULTS.md
+bench-dedup: install $(DEDUP_VENV)/bin/python  ## lshsql dedup vs datatrove and text-dedup on 1 GB of generated text, T 0.7: time, MB/s, RSS, recall, precision
+	$(BIN)/python bench/dedup_compare.py --mb 1000 --thresholds 0.7 --runs 3 --runs-for datatrove=1 --runs-for text-dedup=1 \
+		--peer-python $(DEDUP_VENV)/bin/python --lshsql-args "--memory-limit 4GB --threads 2" --md bench/RESULTS.md
 
 bench-spark: $(VENV)/.test-all  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md
