@@ -354,11 +354,24 @@ def table(mb: float, n_docs: int, t: float, truth_info: dict, systems: list[dict
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
+def shown_args() -> list[str]:
+    """The command's arguments without where its tables went (--md, --section, --work)."""
+    shown, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("--md", "--section", "--work"):
+            skip = True
+        elif not arg.startswith(("--md=", "--section=", "--work=")):
+            shown.append(arg)
+    return shown
+
+
 def section(args: argparse.Namespace, meta: dict, tables: list[str]) -> str:
     counts = ", ".join(f"{k} {v:,}" for k, v in meta["counts"].items())
     return (
         "## Dedup: `lshsql dedup`, datatrove and text-dedup "
-        f"(`bench/dedup_compare.py {shlex.join(sys.argv[1:])}`, {date.today()})\n\n"
+        f"(`bench/dedup_compare.py {shlex.join(shown_args())}`, {date.today()})\n\n"
         f"Machine: {machine()}. Corpus: bench/gen_text_corpus.py, seed {meta['seed']}, "
         f"{meta['text_mb']:,.0f} MB of text in {len(meta['files'])} JSON Lines files, "
         f"documents by kind: {counts} "
