@@ -18,7 +18,9 @@ Pairs: every pair with Jaccard >= T, found without comparing all pairs by the ha
 prefixes of their sorted sets share a shingle, plus size and positional filters), then verified by exact
 intersection counts. --check recomputes all pairs by brute force (sparse matrix product over every pair,
 shingles made in Python with the `re` module from the JSON read in Python), compares pairs and values,
-and checks the input order.
+and checks the input order. Cost: 1 GB of gen_text_corpus.py text (254,651 documents, T = 0.7 and 0.8)
+took 21 minutes (554 CPU seconds, most of them making the shingles) and 7.2 GB of RSS on 2 cores that
+other processes shared.
 
 Output (OUT, default: the corpus folder, or the first input's folder):
   truth/docs.parquet       pos, id, shingles (distinct), bytes (of text): input order
