@@ -54,6 +54,12 @@ import dedup_truth as dt  # noqa: E402
 from results import machine, write_section  # noqa: E402
 
 SYSTEMS = ("lshsql", "datatrove", "datatrove-split", "text-dedup")
+PEER_NAMES = {
+    "lshsql": "`lshsql dedup`",
+    "datatrove": "datatrove",
+    "datatrove-split": "datatrove",
+    "text-dedup": "text-dedup",
+}
 
 
 # -- running and measuring a process ------------------------------------------------------------------------
@@ -354,6 +360,12 @@ def table(mb: float, n_docs: int, t: float, truth_info: dict, systems: list[dict
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
+def systems_named(names: list[str]) -> str:
+    """'`lshsql dedup`, datatrove and text-dedup' for the systems that ran."""
+    named = list(dict.fromkeys(PEER_NAMES[n] for n in names))
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
 def shown_args() -> list[str]:
     """The command's arguments without where its tables went (--md, --section, --work)."""
     shown, skip = [], False
@@ -370,7 +382,7 @@ def shown_args() -> list[str]:
 def section(args: argparse.Namespace, meta: dict, tables: list[str]) -> str:
     counts = ", ".join(f"{k} {v:,}" for k, v in meta["counts"].items())
     return (
-        "## Dedup: `lshsql dedup`, datatrove and text-dedup "
+        f"## Dedup: {systems_named([n.strip() for n in args.systems.split(',') if n.strip()])} "
         f"(`bench/dedup_compare.py {shlex.join(shown_args())}`, {date.today()})\n\n"
         f"Machine: {machine()}. Corpus: bench/gen_text_corpus.py, seed {meta['seed']}, "
         f"{meta['text_mb']:,.0f} MB of text in {len(meta['files'])} JSON Lines files, "
