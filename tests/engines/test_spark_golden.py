@@ -507,7 +507,10 @@ PARAMETER_VALUES = {
     "min_agree": 2, "num_perm": 4, "threshold": 0.5, "n_terms": 3, "min_size": 2, "level": 2, "min_shared": 1,
     "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0,
 }  # fmt: skip
-DUCKDB_ONLY = {"35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql"}
+DUCKDB_ONLY = {
+    "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",
+    "92_documents.sql": "lshsql dedup runs on DuckDB only; its records table is written in Python",
+}
 
 
 def input_schema(relation: str, file: str) -> pa.Schema:
