@@ -470,6 +470,10 @@ def _rank(work: Path, params: DedupParams, resources: db.Resources, earlier: dic
     values = {"policy": policy, "base": earlier["kept"] if earlier else 0, "digits": URL_DIGITS}
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, {"records": str(work / "records.parquet")})
+        if policy == "column" and not db.scalar(con, "select count(keep) from records"):
+            raise InputError(
+                f"no record has a '{params.keep}' field to keep by (--keep first, longest or a column)"
+            )
         _register_earlier_kept(con, earlier)
         documents = work / "documents.parquet"
         sqlfiles.materialize(con, sqlfiles.load("92_documents.sql"), values, documents)

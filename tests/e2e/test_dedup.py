@@ -238,6 +238,8 @@ def test_keep_policies(tmp_path):
         got = removed_map(work)
         for removed, kept in flipped.items():
             assert got[kept] == removed, keep  # the higher value stays
+    with pytest.raises(InputError, match="no record has a 'nope' field to keep by"):
+        dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "nope", DedupParams(keep="nope"))
     dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "longest", DedupParams(keep="longest"))
     longest = removed_map(tmp_path / "longest")
     assert longest["plain"] == "boilerplate" and longest["exact"] == "orig"  # a tie goes to input order
