@@ -215,7 +215,7 @@ def dedup_files(
         against: the work folder of an earlier dedup: documents duplicating one it kept are removed too.
 
     Example:
-        >>> summary = dedup(["corpus.jsonl"], "work", out="kept.jsonl")  # doctest: +SKIP
+        >>> summary = dedup_files(["corpus.jsonl"], "work", out="kept.jsonl")  # doctest: +SKIP
     """
     started = time.perf_counter()
     work = Path(work)
@@ -224,9 +224,11 @@ def dedup_files(
     for path in (out, removed):
         if path is not None:
             dedup_output.check_format(path)
-    _check_work_folder(work)
+    if against is not None and Path(against).resolve() == work.resolve():
+        raise InputError(f"{work}: --against names the work folder itself: give the new dedup another one")
     earlier = _earlier_index(Path(against), params) if against is not None else None
     with workdir.writing(work):
+        _check_work_folder(work)
         resources = db.for_work(work, resources)
         _clear(work)
         text_bytes = _read_all(sources, work, params, resources, earlier, log, progress)

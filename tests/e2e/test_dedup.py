@@ -279,6 +279,9 @@ def test_against_an_earlier_corpus(tmp_path, monkeypatch):
     )
     dedup_files([str(tmp_path / "c.jsonl")], tmp_path / "wc", against=tmp_path / "wb")
     assert removed_map(tmp_path / "wc") == {"third": DOCS[-1]["id"], "4th": DOCS[0]["id"]}
+    with pytest.raises(InputError, match="names the work folder itself"):
+        dedup_files([str(tmp_path / "c.jsonl")], tmp_path / "wb", against=tmp_path / "wb")
+    assert (tmp_path / "wb" / "bags.parquet").exists()
     with pytest.raises(ParamError, match="--threshold"):
         dedup_files(
             [str(tmp_path / "c.jsonl")], tmp_path / "wd", DedupParams(threshold=0.8), against=tmp_path / "wb"
