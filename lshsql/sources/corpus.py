@@ -21,7 +21,6 @@ from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
 from lshsql.sources.readers import expand_paths
 
-KINDS = ("jsonl", "parquet", "csv", "table")
 SUFFIXES = {
     ".jsonl": "jsonl",
     ".jsonl.gz": "jsonl",

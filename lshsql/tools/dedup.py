@@ -248,13 +248,7 @@ def dedup_files(
         written = dedup_output.write_outputs(work, sources, out, removed, removed_rows, resources)
     return DedupSummary(
         work=work,
-        records_read=stats["records_read"],
-        kept=stats["kept"],
-        removed=stats["removed"],
-        skipped=stats["skipped"],
-        groups=stats["groups"],
-        largest_group=stats["largest_group"],
-        removed_by_earlier=stats["removed_by_earlier"],
+        **stats,  # _decide's counts are named as the summary's fields
         text_bytes=text_bytes,
         seconds=time.perf_counter() - started,
         outputs=written,

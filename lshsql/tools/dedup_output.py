@@ -168,6 +168,18 @@ def _open_text(tmp: Path, name: str):
     return open(tmp, "w", encoding="utf-8", newline="\n")
 
 
+def _selected(source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources):
+    """The selected rows of one source, batch by batch in input order, each with the indexes of its rows
+    into the pick's ords (and so into its ADDED values)."""
+    ords, _ = pick
+    start = 1
+    for batch in corpus.rows(source, resources):
+        positions, which = _picked(start, batch.num_rows, ords)
+        if len(positions):
+            yield batch.take(pa.array(positions)), which
+        start += batch.num_rows
+
+
 def _json_lines(
     sources: list[CorpusSource], picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
 ) -> Iterator[str]:
@@ -176,14 +188,11 @@ def _json_lines(
     for index, source in enumerate(sources):
         if index not in picks:
             continue
-        ords, extra = picks[index]
-        start = 1
-        for batch in corpus.rows(source, resources):
-            positions, which = _picked(start, batch.num_rows, ords)
-            lines = batch.column(0).take(pa.array(positions)).to_pylist() if len(positions) else []
-            for line, i in zip(lines, which, strict=True):
-                yield _with_fields(line, extra, i) if _is_removed(extra) else line
-            start += batch.num_rows
+        extra = picks[index][1]
+        removed = _is_removed(extra)
+        for rows, which in _selected(source, picks[index], resources):
+            for line, i in zip(rows.column(0).to_pylist(), which, strict=True):
+                yield _with_fields(line, extra, i) if removed else line
 
 
 def _is_removed(extra: dict) -> bool:
@@ -204,31 +213,27 @@ def _arrow_rows(
     for index, source in enumerate(sources):
         if index not in picks:
             continue
-        ords, extra = picks[index]
         if source.kind == "jsonl":
-            yield from _json_as_arrow(source, {index: picks[index]}, resources)
+            yield from _json_as_arrow(source, picks[index], resources)
             continue
-        start = 1
-        for batch in corpus.rows(source, resources):
-            positions, which = _picked(start, batch.num_rows, ords)
-            if len(positions):
-                rows = batch.take(pa.array(positions))
-                if _is_removed(extra):
-                    for name in ADDED:
-                        rows = rows.append_column(name, extra[name].take(pa.array(which)))
-                yield rows
-            start += batch.num_rows
+        extra = picks[index][1]
+        removed = _is_removed(extra)
+        for rows, which in _selected(source, picks[index], resources):
+            if removed:
+                for name in ADDED:
+                    rows = rows.append_column(name, extra[name].take(pa.array(which)))
+            yield rows
 
 
 def _json_as_arrow(
-    source: CorpusSource, picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
+    source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources
 ) -> Iterator[pa.RecordBatch]:
     """Selected JSON Lines rows typed by DuckDB's read_json (written to a scratch file first)."""
     scratch = Path(resources.temp_directory or ".") / f"dedup-rows-{os.getpid()}.jsonl"
     scratch.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(scratch, "w", encoding="utf-8") as f:
-            for line in _json_lines([source], {0: picks[next(iter(picks))]}, resources):
+            for line in _json_lines([source], {0: pick}, resources):
                 f.write(line + "\n")
         with db.connect(resources) as con:
             con.execute("set preserve_insertion_order = true")
@@ -247,11 +252,15 @@ def _write_arrow(
 ) -> None:
     """Arrow batches to Parquet, CSV or JSON Lines; every batch cast to the first one's schema."""
     with ExitStack() as stack:
-        writer = schema = None
-        text = None
+        writer = schema = text = con = None
         for batch in batches:
             if schema is None:
                 schema = batch.schema
+                if fmt == "jsonl":  # one connection turns every batch's rows into JSON
+                    con = stack.enter_context(
+                        db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1))
+                    )
+                    con.execute("set preserve_insertion_order = true")
                 if fmt == "parquet":
                     writer = stack.enter_context(pq.ParquetWriter(tmp, schema, compression="zstd"))
                 else:
@@ -269,7 +278,7 @@ def _write_arrow(
                         f"{one_line(e, 160)}"
                     ) from None
             if fmt == "jsonl":
-                for line in _to_json(batch, resources):
+                for line in _to_json(con, batch):
                     text.write(line + "\n")
             else:
                 writer.write_batch(batch)
@@ -284,14 +293,15 @@ def _open_binary(tmp: Path, name: str):
     return gzip.open(tmp, "wb", compresslevel=6) if name.lower().endswith(".gz") else open(tmp, "wb")
 
 
-def _to_json(batch: pa.RecordBatch, resources: db.Resources) -> list[str]:
+def _to_json(con, batch: pa.RecordBatch) -> list[str]:
     """Each row of a batch as a JSON object (DuckDB's to_json: dates and timestamps as text)."""
-    with db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1)) as con:
-        con.register("batch_rows", pa.Table.from_batches([batch]))
-        con.execute("set preserve_insertion_order = true")
+    con.register("batch_rows", pa.Table.from_batches([batch]))
+    try:
         return [
             row[0] for row in con.execute("select to_json(batch_rows)::varchar from batch_rows").fetchall()
         ]
+    finally:
+        con.unregister("batch_rows")
 
 
 def _write_removed_table(work: Path, path: Path, resources: db.Resources) -> None:
