@@ -1,10 +1,12 @@
-"""Shared fixtures: hand-built crawls written with warcio, paths to ../shared/data."""
+"""Shared fixtures: hand-built crawls written with warcio, the example crawl extracted and run once per test
+process, paths to ../shared/data."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,47 @@ settings.load_profile("everyday")
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
 EXAMPLE_CRAWL = REPO / "examples" / "crawl.warc.gz"
+
+
+def _one_thread(work: Path):
+    from lshsql.engines import duckdb as db
+
+    return db.Resources(memory_limit="2GB", threads=1, temp_directory=db.spill_directory(work))
+
+
+@pytest.fixture(scope="session")
+def example_extraction(tmp_path_factory) -> Path:
+    """The example crawl extracted once per test process, for the tests of what comes after extraction: read
+    it, or write to a copy_work of it. Default ExtractParams, 1 worker and 1 DuckDB thread: tests compare it
+    with extractions and runs at 2."""
+    from lshsql.sources.extract import ExtractParams, extract
+
+    work = tmp_path_factory.mktemp("example-extraction") / "work"
+    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), _one_thread(work))
+    return work
+
+
+@pytest.fixture(scope="session")
+def example_run(example_extraction: Path, tmp_path_factory) -> Path:
+    """example_extraction run with the default Params (threshold 0.2, verified) on 1 DuckDB thread; read it,
+    or write to a copy_work of it."""
+    from lshsql.params import Params
+    from lshsql.pipeline import run
+
+    work = copy_work(example_extraction, tmp_path_factory.mktemp("example-run") / "work")
+    run(work, Params(), resources=_one_thread(work))
+    return work
+
+
+def copy_work(source: Path, dest: Path) -> Path:
+    """A copy of a work folder at `dest`; the views of its catalog (which name files by absolute path) are
+    made again, so they read the copy's files."""
+    from lshsql.pipeline import CATALOG, write_catalog
+
+    shutil.copytree(source, dest)
+    if (dest / CATALOG).exists():
+        write_catalog(dest)
+    return dest
 
 
 def shared(*parts: str) -> Path:

@@ -10,11 +10,7 @@ import pytest
 
 from lshsql import schemas
 from lshsql.cli import app
-from lshsql.engines import duckdb as db
-from lshsql.params import Params
-from lshsql.pipeline import run
-from lshsql.sources.extract import ExtractParams, extract
-from tests.conftest import EXAMPLE_CRAWL, REPO
+from tests.conftest import REPO, copy_work
 
 DOCS = REPO / "docs"
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -93,11 +89,8 @@ def test_relative_links_and_anchors_resolve(page):
             )
 
 
-def test_example_queries_run_on_the_example_crawl(tmp_path, monkeypatch):
-    work = tmp_path / "work" / "example"
-    resources = db.Resources(memory_limit="1GB", threads=2)
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), resources)
-    run(work, Params(), resources=resources)
+def test_example_queries_run_on_the_example_crawl(example_run, tmp_path, monkeypatch):
+    copy_work(example_run, tmp_path / "work" / "example")  # the walkthrough's `make demo` folder
     monkeypatch.chdir(tmp_path)
     texts = [WALKTHROUGH, README, *(p.read_text(encoding="utf-8") for p in PAGES)]
     queries = re.findall(r"```sql\n(.*?)```", "".join(texts), re.S)

@@ -12,19 +12,16 @@ from lshsql.lsh.plan import plan
 from lshsql.lsh.scurve import resolve, tables_recall
 from lshsql.params import Params
 from lshsql.pipeline import run
-from lshsql.sources.extract import ExtractParams, extract
 from lshsql.tools.explain import explain_pair, explain_url, pair_lines, url_lines
-from tests.conftest import EXAMPLE_CRAWL
+from tests.conftest import copy_work
 
 PYTHON_INDEX = "https://docs.python.example/3.11/index.html"
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    work = tmp_path_factory.mktemp("explain") / "w"
-    resources = db.Resources(memory_limit="1GB", threads=2)
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), resources)
-    run(work, Params(threshold=0.5), resources=resources)
+def work(example_run, tmp_path_factory):
+    work = copy_work(example_run, tmp_path_factory.mktemp("explain") / "w")
+    run(work, Params(threshold=0.5), resources=db.Resources(memory_limit="1GB", threads=2))
     return work
 
 

@@ -16,10 +16,9 @@ from lshsql.errors import InputError
 from lshsql.lsh.scurve import tables_recall
 from lshsql.params import Params
 from lshsql.pipeline import run
-from lshsql.sources.extract import extract
 from lshsql.tools import explore
 from lshsql.tools.report import url_html, write_report
-from tests.conftest import EXAMPLE_CRAWL
+from tests.conftest import copy_work
 
 CHROMIUM = Path("/usr/bin/chromium")
 RESOURCES = db.Resources(memory_limit="2GB", threads=2)
@@ -27,12 +26,11 @@ BLUE = (0x3B, 0x6E, 0xA8)  # the plots' bar and line colour
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    """A finished, verified run of the example crawl (threshold 0.2, k and l chosen by the planner)."""
-    folder = tmp_path_factory.mktemp("report-work")
-    extract([str(EXAMPLE_CRAWL)], folder, resources=RESOURCES)
-    run(folder, Params(threshold=0.2, verify=True), resources=RESOURCES)
-    return folder
+def work(example_run, tmp_path_factory) -> Path:
+    """A finished, verified run of the example crawl (threshold 0.2, k and l chosen by the planner): a copy
+    of conftest.example_run, whose Params() are these."""
+    assert (Params().threshold, Params().verify) == (0.2, True)
+    return copy_work(example_run, tmp_path_factory.mktemp("report-work") / "work")
 
 
 @pytest.fixture(scope="module")

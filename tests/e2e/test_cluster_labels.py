@@ -21,7 +21,7 @@ from lshsql.sources.extract import ExtractParams, extract
 from lshsql.sources.ingest import IngestParams, ingest
 from lshsql.tools import explore
 from lshsql.tools.hierarchy import HierarchyParams, cut, hierarchy
-from tests.conftest import EXAMPLE_CRAWL, REPO
+from tests.conftest import EXAMPLE_CRAWL, REPO, copy_work
 
 
 def resources(work: Path, threads: int) -> db.Resources:
@@ -29,12 +29,12 @@ def resources(work: Path, threads: int) -> db.Resources:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    """The example crawl extracted with 1 worker, with 2 (in batches of 8 pages, so batches finish out of
-    order) and with 1 again, and run."""
+def runs(example_run, tmp_path_factory) -> dict[str, Path]:
+    """The example crawl extracted with 1 worker (a copy of conftest.example_run), with 2 (in batches of 8
+    pages, so batches finish out of order) and with 1 again, and run."""
     root = tmp_path_factory.mktemp("labels")
-    folders = {}
-    for name, threads, batch in (("one", 1, 128), ("two", 2, 8), ("again", 1, 128)):
+    folders = {"one": copy_work(example_run, root / "one")}
+    for name, threads, batch in (("two", 2, 8), ("again", 1, 128)):
         work = root / name
         extract([str(EXAMPLE_CRAWL)], work, ExtractParams(batch_records=batch), resources(work, threads))
         run(work, Params(), resources=resources(work, threads))

@@ -111,25 +111,31 @@ def test_latest_capture_of_a_url_wins(tmp_path):
     assert titles == [(["new"],), (["second"],)]
 
 
-def test_books_balance_and_manifest_records_the_run(tmp_path):
-    summary = run([EXAMPLE_CRAWL], tmp_path / "w", threads=2)
-    manifest = json.loads((tmp_path / "w" / "manifest.json").read_text())
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory) -> tuple:
+    """The example crawl extracted by 2 workers, once for the tests that check it: (summary, work)."""
+    work = tmp_path_factory.mktemp("two-workers") / "w"
+    return run([EXAMPLE_CRAWL], work, threads=2), work
+
+
+def test_books_balance_and_manifest_records_the_run(two_workers):
+    summary, work = two_workers
+    manifest = json.loads((work / "manifest.json").read_text())
     entry = manifest["stages"]["extract"]
     assert entry["counts"]["records_read"] == summary.records_read
     assert summary.records_read == summary.pages_used + sum(summary.skipped.values())
     assert entry["params"]["window"] == 8 and entry["inputs"][0]["path"] == str(EXAMPLE_CRAWL)
     assert {"duckdb", "lshsql", "pyarrow"} <= set(manifest["versions"])
-    assert not (tmp_path / "w" / "tmp" / "extract").exists()
+    assert not (work / "tmp" / "extract").exists()
 
 
-def test_example_crawl_counts(tmp_path):
-    s = run([EXAMPLE_CRAWL], tmp_path / "w", threads=2)
+def test_example_crawl_counts(two_workers):
+    s, w = two_workers
     assert (s.records_read, s.pages_used, s.skipped) == (121, 120, {"warcinfo": 1})
     assert (s.links, s.links_internal, s.links_external) == (21057, 8549, 8510)
     assert s.links_skipped == {"empty": 60, "fragment_only": 3926, "mailto": 12}
     assert s.fragments == {"anchor": 17059, "title": 120}
     assert s.urls_described == 4436
-    w = tmp_path / "w"
     # In- and out-degree are a query away.
     top = rows(
         f"select target_url, count(*) from '{w}/links.parquet' where target_url is not null "
@@ -143,10 +149,9 @@ def file_digests(work: Path) -> dict[str, str]:
     return {str(f.relative_to(work)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
 
 
-def test_outputs_are_byte_identical_with_one_or_two_workers(tmp_path):
-    run([EXAMPLE_CRAWL], tmp_path / "one", threads=1)
-    run([EXAMPLE_CRAWL], tmp_path / "two", threads=2)
-    one, two = file_digests(tmp_path / "one"), file_digests(tmp_path / "two")
+def test_outputs_are_byte_identical_with_one_or_two_workers(example_extraction, two_workers):
+    # conftest's example_extraction is the example crawl extracted by 1 worker
+    one, two = file_digests(example_extraction), file_digests(two_workers[1])
     # source_file is the same path in both runs, so even pages.parquet must match.
     assert one == two and len(one) == 18
 

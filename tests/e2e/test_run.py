@@ -15,7 +15,7 @@ from lshsql.engines import duckdb as db
 from lshsql.params import Params
 from lshsql.pipeline import STAGES, output_path, run
 from lshsql.sources.extract import ExtractParams, extract
-from tests.conftest import EXAMPLE_CRAWL, shared
+from tests.conftest import copy_work, shared
 
 RESOURCES = db.Resources(memory_limit="2GB", threads=2)
 
@@ -119,9 +119,8 @@ def test_benchmark_contract_from_a_bags_table(tmp_path):
     assert recall >= 0.85, recall  # S-curve at 0.95 for pairs at T, estimate noise on pairs near T
 
 
-def test_only_changed_stages_rerun(tmp_path):
-    work = tmp_path / "w"
-    cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "-q", "--threads", "2")
+def test_only_changed_stages_rerun(example_run, tmp_path):
+    work = copy_work(example_run, tmp_path / "w")
     first = json.loads((work / "manifest.json").read_text())["stages"]
     output = cli("run", "--work", str(work), "--threshold", "0.5", "-q").stdout
     second = json.loads((work / "manifest.json").read_text())["stages"]
@@ -144,10 +143,8 @@ def test_only_changed_stages_rerun(tmp_path):
     assert json.loads((work / "manifest.json").read_text())["stages"]["pairs"] == second["pairs"]
 
 
-def test_catalogue_views_work_without_the_udf(tmp_path):
-    work = tmp_path / "w"
-    cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "-q")
-    with duckdb.connect(str(work / "lshsql.duckdb"), read_only=True) as con:
+def test_catalogue_views_work_without_the_udf(example_run):
+    with duckdb.connect(str(example_run / "lshsql.duckdb"), read_only=True) as con:
         counts = {
             name: con.execute(f"select count(*) from {name}").fetchall()[0][0]
             for name in (
@@ -169,9 +166,8 @@ def test_catalogue_views_work_without_the_udf(tmp_path):
     assert counts["buckets"] > counts["candidates"] > 0  # here mostly buckets of two: one pair, two rows
 
 
-def test_invariants_of_a_run(tmp_path):
-    work = tmp_path / "w"
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), RESOURCES)
+def test_invariants_of_a_run(example_extraction, tmp_path):
+    work = copy_work(example_extraction, tmp_path / "w")
     run(work, Params(threshold=0.3, verify=True), resources=RESOURCES)
     checks = {
         "pairs ordered and unique": "select count(*) from (select u_id, v_id, count(*) as n from read_parquet($w || "
@@ -194,9 +190,8 @@ def test_invariants_of_a_run(tmp_path):
         assert codecs <= {stage.compression.upper()}, stage.name
 
 
-def test_run_from_the_cli_prints_what_it_found(tmp_path):
-    work = tmp_path / "w"
-    cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "-q")
+def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path):
+    work = copy_work(example_run, tmp_path / "w")
     clusters = cli("clusters", "--work", str(work), "--limit", "3").stdout
     assert clusters.splitlines()[0].split() == ["size", "center", "top_terms", "members"]
     assert len(clusters.splitlines()) == 5
@@ -231,13 +226,13 @@ def test_run_from_the_cli_prints_what_it_found(tmp_path):
     assert int(query.splitlines()[1]) > 0
 
 
-def test_stages_start_from_tables_put_in_the_work_folder(tmp_path):
+def test_stages_start_from_tables_put_in_the_work_folder(example_run, tmp_path):
     """Any stage can start from a user's table of the documented schema: here signatures, urls and bags
     copied from a finished run give the same pairs and clusters, one `lshsql stage` at a time."""
     import shutil
 
-    first, second = tmp_path / "first", tmp_path / "second"
-    cli("run", str(EXAMPLE_CRAWL), "--work", str(first), "-q", "--threshold", "0.4")
+    first, second = copy_work(example_run, tmp_path / "first"), tmp_path / "second"
+    cli("run", "--work", str(first), "-q", "--threshold", "0.4")
     second.mkdir()
     for table in ("urls", "bags", "signatures"):
         shutil.copy(first / f"{table}.parquet", second / f"{table}.parquet")
@@ -247,10 +242,10 @@ def test_stages_start_from_tables_put_in_the_work_folder(tmp_path):
         assert (first / f"{table}.parquet").read_bytes() == (second / f"{table}.parquet").read_bytes()
 
 
-def test_quality_commands_from_the_cli(tmp_path):
+def test_quality_commands_from_the_cli(example_run, tmp_path):
     """eval, plan, explain and report run as a user types them, on one finished run."""
-    work = tmp_path / "w"
-    cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "-q", "--threshold", "0.5")
+    work = copy_work(example_run, tmp_path / "w")
+    cli("run", "--work", str(work), "-q", "--threshold", "0.5")
     out = cli("eval", "--work", str(work), "--sample", "20").stdout
     result = json.loads((work / "eval" / "eval.json").read_text())
     assert result["pairs"]["precision"] == 1.0 and result["pairs"]["recall"] >= 0.9  # verified by default

@@ -17,7 +17,7 @@ import pytest
 
 from lshsql import manifest, sqlfiles, workdir
 from lshsql.errors import InputError
-from tests.conftest import EXAMPLE_CRAWL, html_response, write_jsonl, write_table, write_warc
+from tests.conftest import EXAMPLE_CRAWL, copy_work, html_response, write_jsonl, write_table, write_warc
 
 DOCS = Path(__file__).resolve().parent.parent / "fixtures" / "documents" / "docs.jsonl"
 
@@ -44,20 +44,10 @@ def digests(work: Path, pattern: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def example_run(tmp_path_factory) -> Path:
-    """One run of the example crawl; each test works on its own copy."""
-    work = tmp_path_factory.mktemp("example") / "work"
-    result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--quiet", "--threads", "2")
-    assert result.returncode == 0, result.stderr
-    return work
-
-
 @pytest.fixture
 def work(example_run: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "work"
-    shutil.copytree(example_run, copy)
-    return copy
+    """A copy of the example crawl's run (conftest.example_run) for each test."""
+    return copy_work(example_run, tmp_path / "work")
 
 
 # --- 1. an extraction is switched in whole, and checked on every read ----------------------------------
