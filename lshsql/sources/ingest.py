@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_
 from lshsql.sources.documents import FORMATS, DocSource, Document, iter_documents, resolve_documents
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.records import path_text
-from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, make_normalizer, words
+from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, words
 from lshsql.sources.workers import Progress, write_raw_tables
 
 TABLES = (*RAW_TABLES, "labels")
@@ -231,7 +231,6 @@ def _normalize_all(
     sources: list[DocSource], params: IngestParams, workers: int, raw_dir: Path, progress: Progress | None
 ) -> int:
     """Normalize every document into the raw tables (workers in parallel); returns the records read."""
-    _normalizer(params.text_options())  # NLTK imported once here: forked workers inherit it
     return write_raw_tables(
         _batches(sources, params),
         partial(normalize_batch, params=params),
@@ -267,11 +266,6 @@ def _sized(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[tup
         else:
             used += 1
             yield (record_id, doc), len(doc.text or "")
-
-
-@cache
-def _normalizer(options: TextOptions) -> Callable[[list[str]], list[str]]:
-    return make_normalizer(options)
 
 
 def _n_bytes(doc: Document) -> int:

@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lshsql.sources import text
+
 Progress = Callable[[int, int], None]  # called with (records read, bytes read) after each batch
 
 
@@ -33,7 +35,7 @@ def write_raw_tables(
     must be picklable (a module-level function or a partial of one)."""
     writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
     pool = (
-        ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+        ProcessPoolExecutor(workers, initializer=start_worker, initargs=(os.getpid(),))
         if workers > 1
         else None
     )
@@ -65,6 +67,12 @@ def write_raw_tables(
         for writer in writers.values():
             writer.close()
     return n_read
+
+
+def start_worker(parent: int) -> None:
+    """A worker process's start: it dies with the main process and imports NLTK without SciPy."""
+    die_with_parent(parent)
+    text.in_worker_process()
 
 
 def die_with_parent(parent: int) -> None:

@@ -255,6 +255,28 @@ def test_import_and_terms_never_download() -> None:
     assert result.stdout.strip() == "ok"
 
 
+IN_A_WORKER = """
+import importlib.util, sys
+from lshsql.sources import text
+text.in_worker_process()
+assert text.terms("The connections are running") == ["connect", "run"]
+assert text.terms("Библиотеки и книги, running", text.TextOptions("ru")) == ["библиотек", "книг", "run"]
+assert "nltk" in sys.modules and not [name for name in sys.modules if name.split(".")[0] == "scipy"]
+if importlib.util.find_spec("scipy"):  # hidden for NLTK's import only
+    import scipy.sparse, scipy.stats
+print("ok")
+"""
+
+
+def test_a_worker_process_imports_nltk_without_scipy() -> None:
+    """Extract's and ingest's workers stem as any process does, without importing SciPy with NLTK."""
+    result = subprocess.run(
+        [sys.executable, "-c", IN_A_WORKER], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
 def test_new_normalizers_never_download(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("NLTK data access attempted")
