@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql.sources import text
+from lshsql.sources.nltk_import import only_lshsql_here
 
 Progress = Callable[[int, int], None]  # called with (records read, bytes read) after each batch
 
@@ -70,9 +70,9 @@ def write_raw_tables(
 
 
 def start_worker(parent: int) -> None:
-    """A worker process's start: it dies with the main process and imports NLTK without SciPy."""
+    """A worker process's start: it dies with the main process and runs nothing but lshsql."""
     die_with_parent(parent)
-    text.in_worker_process()
+    only_lshsql_here()
 
 
 def die_with_parent(parent: int) -> None:
