@@ -7,6 +7,9 @@ import gzip
 import io
 import json
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,6 +65,36 @@ def copy_work(source: Path, dest: Path) -> Path:
     if (dest / CATALOG).exists():
         write_catalog(dest)
     return dest
+
+
+@pytest.fixture(params=[pytest.param("main"), pytest.param("subprocess", marks=pytest.mark.slow)])
+def lshsql_command(request, monkeypatch, capsys) -> Callable[..., subprocess.CompletedProcess]:
+    """`lshsql ARGS...` as a user types it, for the tests of what commands print and exit with: through the
+    command's entry point, lshsql.cli.main, in this process (no interpreter and imports to start: the
+    everyday loop), and in a process of its own as well in `make test-all`."""
+    if request.param == "subprocess":
+
+        def in_a_process(*args: str) -> subprocess.CompletedProcess:
+            command = [sys.executable, "-m", "lshsql", *args]
+            return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+        return in_a_process
+    from lshsql import cli
+    from lshsql.sources import nltk_import
+
+    def in_this_process(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "argv", ["lshsql", *args])
+        monkeypatch.setattr(nltk_import, "_only_lshsql", nltk_import._only_lshsql)  # main() sets it
+        capsys.readouterr()
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["lshsql", *args], code, out, err)
+
+    return in_this_process
 
 
 def shared(*parts: str) -> Path:

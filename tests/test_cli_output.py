@@ -89,8 +89,8 @@ def test_the_format_commands_are_all_listed():
 
 
 @pytest.mark.parametrize("command", sorted(FORMAT_COMMANDS))
-def test_an_unknown_format_is_refused_in_one_line(bags_work, command):
-    result = lshsql(command, *FORMAT_COMMANDS[command], "--work", str(bags_work), "--format", "xml")
+def test_an_unknown_format_is_refused_in_one_line(bags_work, command, lshsql_command):
+    result = lshsql_command(command, *FORMAT_COMMANDS[command], "--work", str(bags_work), "--format", "xml")
     assert one_line_error(result) == "lshsql: error: --format must be table, csv or json, got 'xml'"
     assert result.stdout == ""
 
@@ -164,8 +164,8 @@ def test_query_json_writes_nan_and_infinity_as_null(tmp_path):
 
 
 @pytest.mark.parametrize("sql", ["", ";", "   ", "/* nothing */ ;"])
-def test_query_without_a_statement_is_one_line(tmp_path, sql):
-    result = lshsql("query", sql, "--work", str(tmp_path))
+def test_query_without_a_statement_is_one_line(tmp_path, sql, lshsql_command):
+    result = lshsql_command("query", sql, "--work", str(tmp_path))
     assert one_line_error(result) == "lshsql: error: no SQL statement given"
 
 
