@@ -1,12 +1,17 @@
 """Shared fixtures: hand-built crawls written with warcio, the example crawl extracted and run once per test
-process, paths to ../shared/data."""
+run, the lshsql command run in this process or its own, paths to ../shared/data."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,16 +34,33 @@ def _one_thread(work: Path):
     return db.Resources(memory_limit="2GB", threads=1, temp_directory=db.spill_directory(work))
 
 
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """DIR/work made by make(DIR/work) once per test run: the workers of `pytest -n` share it, the first to
+    need it making it while the others wait."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's, above each worker's own
+    work, done = root / name / "work", root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(work.parent, ignore_errors=True)
+            make(work)
+            done.touch()
+    return work
+
+
 @pytest.fixture(scope="session")
 def example_extraction(tmp_path_factory) -> Path:
-    """The example crawl extracted once per test process, for the tests of what comes after extraction: read
-    it, or write to a copy_work of it. Default ExtractParams, 1 worker and 1 DuckDB thread: tests compare it
+    """The example crawl extracted once per test run, for the tests of what comes after extraction: read it,
+    or write to a copy_work of it. Default ExtractParams, 1 worker and 1 DuckDB thread: tests compare it
     with extractions and runs at 2."""
     from lshsql.sources.extract import ExtractParams, extract
 
-    work = tmp_path_factory.mktemp("example-extraction") / "work"
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), _one_thread(work))
-    return work
+    def make(work: Path) -> None:
+        extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), _one_thread(work))
+
+    return made_once(tmp_path_factory, "example-extraction", make)
 
 
 @pytest.fixture(scope="session")
@@ -48,9 +70,10 @@ def example_run(example_extraction: Path, tmp_path_factory) -> Path:
     from lshsql.params import Params
     from lshsql.pipeline import run
 
-    work = copy_work(example_extraction, tmp_path_factory.mktemp("example-run") / "work")
-    run(work, Params(), resources=_one_thread(work))
-    return work
+    def make(work: Path) -> None:
+        run(copy_work(example_extraction, work), Params(), resources=_one_thread(work))
+
+    return made_once(tmp_path_factory, "example-run", make)
 
 
 def copy_work(source: Path, dest: Path) -> Path:
@@ -62,6 +85,36 @@ def copy_work(source: Path, dest: Path) -> Path:
     if (dest / CATALOG).exists():
         write_catalog(dest)
     return dest
+
+
+@pytest.fixture(params=[pytest.param("main"), pytest.param("subprocess", marks=pytest.mark.slow)])
+def lshsql_command(request, monkeypatch, capsys) -> Callable[..., subprocess.CompletedProcess]:
+    """`lshsql ARGS...` as a user types it, for the tests of what commands print and exit with: through the
+    command's entry point, lshsql.cli.main, in this process (no interpreter and imports to start: the
+    everyday loop), and in a process of its own as well in `make test-all`."""
+    if request.param == "subprocess":
+
+        def in_a_process(*args: str) -> subprocess.CompletedProcess:
+            command = [sys.executable, "-m", "lshsql", *args]
+            return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+        return in_a_process
+    from lshsql import cli
+    from lshsql.sources import nltk_import
+
+    def in_this_process(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "argv", ["lshsql", *args])
+        monkeypatch.setattr(nltk_import, "_only_lshsql", nltk_import._only_lshsql)  # main() sets it
+        capsys.readouterr()
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["lshsql", *args], code, out, err)
+
+    return in_this_process
 
 
 def shared(*parts: str) -> Path:

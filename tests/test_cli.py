@@ -101,9 +101,9 @@ def test_version():
         ),
     ],
 )
-def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):
+def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message, lshsql_command):
     (tmp_path / "not-a-crawl.txt").write_text("hello")
-    result = lshsql(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    result = lshsql_command(*(a.replace("{tmp}", str(tmp_path)) for a in args))
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("lshsql: error: ") and message in result.stderr
@@ -209,10 +209,10 @@ def test_every_command_with_a_memory_limit_takes_max_spill():
 
 
 @pytest.mark.parametrize("command", sorted(MAX_SPILL_COMMANDS))
-def test_max_spill_reaches_the_resources_of_every_command(tmp_path, command):
+def test_max_spill_reaches_the_resources_of_every_command(tmp_path, command, lshsql_command):
     (tmp_path / "d.jsonl").write_text('{"id": "a", "text": "hello world"}\n')
     args = [a.replace("{tmp}", str(tmp_path)) for a in MAX_SPILL_COMMANDS[command]]
-    result = lshsql(command, *args, "--work", str(tmp_path / "w"), "--max-spill", "lots")
+    result = lshsql_command(command, *args, "--work", str(tmp_path / "w"), "--max-spill", "lots")
     assert result.returncode != 0
     assert result.stderr.strip() == "lshsql: error: max spill 'lots' is not a size like 50GB or 512MB"
 

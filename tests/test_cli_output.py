@@ -89,8 +89,8 @@ def test_the_format_commands_are_all_listed():
 
 
 @pytest.mark.parametrize("command", sorted(FORMAT_COMMANDS))
-def test_an_unknown_format_is_refused_in_one_line(bags_work, command):
-    result = lshsql(command, *FORMAT_COMMANDS[command], "--work", str(bags_work), "--format", "xml")
+def test_an_unknown_format_is_refused_in_one_line(bags_work, command, lshsql_command):
+    result = lshsql_command(command, *FORMAT_COMMANDS[command], "--work", str(bags_work), "--format", "xml")
     assert one_line_error(result) == "lshsql: error: --format must be table, csv or json, got 'xml'"
     assert result.stdout == ""
 
@@ -133,12 +133,12 @@ def test_info_table_and_csv_show_all_the_details(noisy_work):
     assert all(item in csv_out for item in items)
 
 
-def test_query_json_keeps_repeated_column_names_apart(tmp_path):
+def test_query_json_keeps_repeated_column_names_apart(tmp_path, lshsql_command):
     sql = "select 1 as a, 2 as a, 3 as A"
-    result = lshsql("query", sql, "--work", str(tmp_path), "--format", "json")
+    result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert strict_json(result.stdout) == {"a": 1, "a_1": 2, "A_2": 3}
-    csv_out = lshsql("query", sql, "--work", str(tmp_path), "--format", "csv").stdout
+    csv_out = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "csv").stdout
     assert csv_out.splitlines() == ["a,a_1,A_2", "1,2,3"]
 
 
@@ -153,23 +153,24 @@ def test_repeated_column_names_are_made_unique_as_duckdb_names_a_subquery(column
     assert unique_names(columns) == named
 
 
-def test_query_json_writes_nan_and_infinity_as_null(tmp_path):
+def test_query_json_writes_nan_and_infinity_as_null(tmp_path, lshsql_command):
     sql = (
         "select 'nan'::double as n, 'inf'::double as i, ['-inf'::double, 1.5] as l, "
         "{'x': 'nan'::double} as s, 2.5::double as f"
     )
-    result = lshsql("query", sql, "--work", str(tmp_path), "--format", "json")
+    result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert strict_json(result.stdout) == {"n": None, "i": None, "l": [None, 1.5], "s": {"x": None}, "f": 2.5}
 
 
 @pytest.mark.parametrize("sql", ["", ";", "   ", "/* nothing */ ;"])
-def test_query_without_a_statement_is_one_line(tmp_path, sql):
-    result = lshsql("query", sql, "--work", str(tmp_path))
+def test_query_without_a_statement_is_one_line(tmp_path, sql, lshsql_command):
+    result = lshsql_command("query", sql, "--work", str(tmp_path))
     assert one_line_error(result) == "lshsql: error: no SQL statement given"
 
 
-def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path):
-    result = lshsql("query", "create temp table x as select 1", "--work", str(tmp_path), "--format", "csv")
+def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path, lshsql_command):
+    sql = "create temp table x as select 1"
+    result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "csv")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["Count", "1"]

@@ -114,9 +114,9 @@ def test_explain_names_a_missing_stage_output(work, tmp_path, relation):
         assert explain_url(broken, "c", RESOURCES)["url"] == "c"
 
 
-def test_explain_in_an_empty_work_folder_is_one_line(tmp_path):
+def test_explain_in_an_empty_work_folder_is_one_line(tmp_path, lshsql_command):
     for args in (["x"], ["x", "y"]):
-        result = lshsql("explain", *args, "--work", str(tmp_path))
+        result = lshsql_command("explain", *args, "--work", str(tmp_path))
         assert result.returncode == 2
         assert (
             result.stderr

@@ -21,17 +21,17 @@ Decisions:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.resources
 import itertools
 import os
 import re
-import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from lshsql.sources.nltk_import import nltk_import
 
 LANGUAGES = ("en", "ru")
 
@@ -148,40 +148,9 @@ def read_stopword_file(path: str | os.PathLike[str]) -> frozenset[str]:
     return _parse_stopwords(text)
 
 
-_in_worker = False  # set in the worker processes of extract and ingest (in_worker_process)
-_SCIPY = ("scipy", "scipy.stats", "scipy.sparse")
-
-
-def in_worker_process() -> None:
-    """Called as a worker process of extract or ingest starts: it runs nothing but lshsql's parsing, so it
-    may import NLTK without SciPy (_nltk_import)."""
-    global _in_worker
-    _in_worker = True
-
-
-@contextlib.contextmanager
-def _nltk_import() -> Iterator[None]:
-    """Around the first import from NLTK. NLTK's package imports all of NLTK, and with it scipy.stats and
-    scipy.sparse where SciPy is installed, for collocation, alignment and parser code no stemmer runs: most
-    of the time NLTK takes to import. In a worker process, those not imported yet are hidden for the import
-    and NLTK falls back as where SciPy is not installed. Other processes import NLTK as it is: their own
-    code may use the rest of it."""
-    hidden = [name for name in _SCIPY if name not in sys.modules] if _in_worker else []
-    if "nltk" in sys.modules:
-        hidden = []
-    for name in hidden:
-        sys.modules[name] = None  # an import of it raises ImportError, which NLTK catches
-    try:
-        yield
-    finally:
-        for name in hidden:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
-
-
 def _make_stemmer(language: str) -> Callable[[str], str]:
     """The stem function for language: Porter for English, Snowball for all-Cyrillic words in Russian."""
-    with _nltk_import():  # imported here, not with this module: NLTK takes long to import
+    with nltk_import():  # imported here, not with this module: NLTK takes long to import
         from nltk.stem.porter import PorterStemmer
 
     porter = PorterStemmer(PorterStemmer.NLTK_EXTENSIONS).stem

@@ -4,6 +4,7 @@ their rows streamed, in input order, to raw Parquet; a worker dies with the main
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import signal
 from collections import deque
@@ -14,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql.sources import text
+from lshsql.sources.nltk_import import only_lshsql_here
 
 Progress = Callable[[int, int], None]  # called with (records read, bytes read) after each batch
 
@@ -30,9 +31,13 @@ def write_raw_tables(
     progress: Progress | None,
 ) -> int:
     """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
-    pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded) and their
-    rows streamed, in input order, to raw_dir/<table>.parquet; returns the number of records read. `parse`
-    must be picklable (a module-level function or a partial of one)."""
+    pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded; an input of
+    one batch in this process) and their rows streamed, in input order, to raw_dir/<table>.parquet; returns
+    the number of records read. `parse` must be picklable (a module-level function or a partial of one)."""
+    batches = iter(batches)
+    head = list(itertools.islice(batches, 2))
+    if len(head) < 2:  # one batch is parsed here: a pool would only add its start and the batch's round trip
+        workers = 1
     writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
     pool = (
         ProcessPoolExecutor(workers, initializer=start_worker, initargs=(os.getpid(),))
@@ -48,7 +53,7 @@ def write_raw_tables(
                 writers[table].write_batch(batch)
 
     try:
-        for batch, skipped in batches:
+        for batch, skipped in itertools.chain(head, batches):
             n_read += len(batch) + len(skipped)
             n_size += sum(size_of(record) for _, record in batch)
             if skipped:
@@ -70,9 +75,9 @@ def write_raw_tables(
 
 
 def start_worker(parent: int) -> None:
-    """A worker process's start: it dies with the main process and imports NLTK without SciPy."""
+    """A worker process's start: it dies with the main process and runs nothing but lshsql."""
     die_with_parent(parent)
-    text.in_worker_process()
+    only_lshsql_here()
 
 
 def die_with_parent(parent: int) -> None:

@@ -113,9 +113,10 @@ def test_latest_capture_of_a_url_wins(tmp_path):
 
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory) -> tuple:
-    """The example crawl extracted by 2 workers, once for the tests that check it: (summary, work)."""
+    """The example crawl extracted by 2 workers, once for the tests that check it: (summary, work). In
+    batches of 32 pages: its 120 pages are one batch by default, which is parsed without workers."""
     work = tmp_path_factory.mktemp("two-workers") / "w"
-    return run([EXAMPLE_CRAWL], work, threads=2), work
+    return run([EXAMPLE_CRAWL], work, threads=2, batch_records=32), work
 
 
 def test_books_balance_and_manifest_records_the_run(two_workers):

@@ -78,8 +78,8 @@ def ok(*args: str):
     return result
 
 
-def error(*args: str) -> str:
-    result = lshsql(*args)
+def error(*args: str, run=lshsql) -> str:
+    result = run(*args)
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("lshsql: error: "), result.stderr
     assert "Traceback" not in result.stderr
@@ -194,20 +194,20 @@ def test_show_html_prints_the_page_exactly_as_written(mirrored):
     assert result.stdout == site_page("/")
 
 
-def test_show_errors_are_one_line(mirrored, tmp_path):
+def test_show_errors_are_one_line(mirrored, tmp_path, lshsql_command):
     crawl, work = mirrored
-    assert "987654: no such cluster" in error("show", "987654", "--work", str(work))
-    assert "no such cluster" in error("show", "http://nowhere.example/", "--work", str(work))
-    message = error(
-        "show", "http://a.example/", "--work", str(work), "--html", "http://a.example/apples.html"
-    )
+
+    def show_error(*args: str) -> str:
+        return error("show", *args, "--work", str(work), run=lshsql_command)
+
+    assert "987654: no such cluster" in show_error("987654")
+    assert "no such cluster" in show_error("http://nowhere.example/")
+    message = show_error("http://a.example/", "--html", "http://a.example/apples.html")
     assert "http://a.example/apples.html: not a member of cluster" in message
-    message = error(
-        "show", "http://a.example/durian.html", "--work", str(work), "--html", "http://a.example/durian.html"
-    )
+    message = show_error("http://a.example/durian.html", "--html", "http://a.example/durian.html")
     assert "not fetched" in message
-    assert "no cut.parquet yet" in error("show", "http://a.example/", "--work", str(work), "--from", "cut")
-    assert "--from must be clusters or cut" in error("show", "1", "--work", str(work), "--from", "tree")
+    assert "no cut.parquet yet" in show_error("http://a.example/", "--from", "cut")
+    assert "--from must be clusters or cut" in show_error("1", "--from", "tree")
     # the crawl moved after extraction
     moved = shutil.copy(crawl, tmp_path / "crawl.warc.gz")
     extract([str(moved)], tmp_path / "w", ExtractParams(), RESOURCES)

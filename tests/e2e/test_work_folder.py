@@ -50,14 +50,58 @@ def work(example_run: Path, tmp_path: Path) -> Path:
     return copy_work(example_run, tmp_path / "work")
 
 
+def example_sample(path: Path, every: int = 6) -> Path:
+    """Every 6th record of the example crawl (its warcinfo and 20 pages of its 4 sites), each record's gzip
+    member copied as it is."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    data = EXAMPLE_CRAWL.read_bytes()
+    with open(EXAMPLE_CRAWL, "rb") as f:
+        records = ArchiveIterator(f)
+        offsets = [records.get_record_offset() for _ in records]
+    members = [data[a:b] for a, b in zip(offsets, [*offsets[1:], len(data)], strict=True)]
+    path.write_bytes(b"".join(members[::every]))
+    return path
+
+
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("sample"), pytest.param("example", marks=pytest.mark.slow)],
+)
+def crawl_run(request, tmp_path_factory) -> tuple[Path, Path]:
+    """A crawl and its run, for the tests that extract it again: a sample of the example crawl in the
+    everyday loop, the whole example crawl (conftest.example_run) in `make test-all` as well."""
+    if request.param == "example":
+        return EXAMPLE_CRAWL, request.getfixturevalue("example_run")
+    from lshsql.engines import duckdb as db
+    from lshsql.params import Params
+    from lshsql.pipeline import run
+    from lshsql.sources.extract import ExtractParams, extract
+
+    root = tmp_path_factory.mktemp("sample")
+    crawl, work = example_sample(root / "sample.warc.gz"), root / "work"
+    resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=db.spill_directory(work))
+    extract([str(crawl)], work, ExtractParams(), resources)
+    run(work, Params(), resources=resources)
+    return crawl, work
+
+
+@pytest.fixture
+def rerun(crawl_run: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """(crawl, a copy of its run) for each test that extracts the crawl again."""
+    crawl, run = crawl_run
+    return crawl, copy_work(run, tmp_path / "work")
+
+
 # --- 1. an extraction is switched in whole, and checked on every read ----------------------------------
 
 
-def test_an_interrupted_reextraction_leaves_the_old_one_whole(work, monkeypatch):
+def test_an_interrupted_reextraction_leaves_the_old_one_whole(rerun, monkeypatch):
     """Killed while writing fragments (here: an error after 3 of 16 buckets), a re-extraction changes
     nothing: the old tables and manifest entry stay, whole."""
     from lshsql.sources.extract import ExtractParams, extract
 
+    crawl, work = rerun
     before = digests(work, "**/*.parquet")
     entry = manifest.read(work)["stages"]["extract"]
     write = sqlfiles.materialize_partitioned
@@ -68,7 +112,7 @@ def test_an_interrupted_reextraction_leaves_the_old_one_whole(work, monkeypatch)
 
     monkeypatch.setattr(sqlfiles, "materialize_partitioned", cut_short)
     with pytest.raises(KeyboardInterrupt):
-        extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), workdir_resources(work))
+        extract([str(crawl)], work, ExtractParams(), workdir_resources(work))
     assert digests(work, "**/*.parquet") == before
     assert manifest.read(work)["stages"]["extract"] == entry
     assert not (work / "tmp" / "extraction").exists()
@@ -80,11 +124,12 @@ def workdir_resources(work: Path):
     return db.Resources(memory_limit="1GB", threads=2, temp_directory=db.spill_directory(work))
 
 
-def test_a_crash_while_switching_is_refused_then_mended(work, monkeypatch):
+def test_a_crash_while_switching_is_refused_then_mended(rerun, monkeypatch):
     """A crash between moving the first new table in and recording the entry: readers refuse the folder
     (one line), and giving the crawl again extracts it again, to the same tables."""
     from lshsql.sources.extract import ExtractParams, extract
 
+    crawl, work = rerun
     before = digests(work, "**/*.parquet")
     replace = os.replace
     moves = []
@@ -97,25 +142,26 @@ def test_a_crash_while_switching_is_refused_then_mended(work, monkeypatch):
 
     monkeypatch.setattr(workdir.os, "replace", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
-        extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), workdir_resources(work))
+        extract([str(crawl)], work, ExtractParams(), workdir_resources(work))
     monkeypatch.undo()
     line = one_line_error(cli("run", "--work", str(work), "--no-aliases"))
     assert "extraction is incomplete (the last extraction was interrupted)" in line
-    result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--quiet")
+    result = cli("run", str(crawl), "--work", str(work), "--quiet")
     assert result.returncode == 0, result.stderr
     after = digests(work, "**/*.parquet")
     assert {k: v for k, v in after.items() if k in before} == before
 
 
-def test_a_missing_bucket_is_noticed(work):
+def test_a_missing_bucket_is_noticed(rerun):
     """`rm -r fragments/bucket=3` once went unnoticed, and a later run clustered a part of the crawl."""
+    crawl, work = rerun
     before = digests(work, "fragments/**/*.parquet")
     shutil.rmtree(work / "fragments" / "bucket=3")
     line = one_line_error(cli("run", "--work", str(work), "--no-aliases"))
     assert "fragments/bucket=3/data.parquet is missing" in line
     line = one_line_error(cli("query", "select count(*) from fragments", "--work", str(work)))
     assert "fragments/bucket=3/data.parquet is missing" in line
-    result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--quiet")
+    result = cli("run", str(crawl), "--work", str(work), "--quiet")
     assert result.returncode == 0, result.stderr
     assert digests(work, "fragments/**/*.parquet") == before
 
@@ -139,12 +185,13 @@ def test_an_ingest_with_a_missing_bucket_is_ingested_again(tmp_path):
     assert "up to date" in cli("ingest", str(DOCS), "--work", str(work), "--quiet").stdout
 
 
-def test_kill_9_during_a_reextraction_keeps_the_folder_usable(work):
+def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun):
     """A real kill -9 while the forced re-extraction writes: whatever moment it hits, the folder then gives
     the clusters it gave before, or says in one line that the crawl must be given again."""
+    crawl, work = rerun
     before = digests(work, "clusters.parquet")
     process = subprocess.Popen(
-        [sys.executable, "-m", "lshsql", "run", str(EXAMPLE_CRAWL), "--work", str(work), "--force", "-q"],
+        [sys.executable, "-m", "lshsql", "run", str(crawl), "--work", str(work), "--force", "-q"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -158,9 +205,9 @@ def test_kill_9_during_a_reextraction_keeps_the_folder_usable(work):
     result = cli("run", "--work", str(work), "--no-aliases", "--quiet")
     if result.returncode:
         assert "give the crawl (or documents) again" in one_line_error(result)
-        result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--quiet")
+        result = cli("run", str(crawl), "--work", str(work), "--quiet")
         assert result.returncode == 0, result.stderr
-    result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--aliases", "--quiet")
+    result = cli("run", str(crawl), "--work", str(work), "--aliases", "--quiet")
     assert result.returncode == 0, result.stderr
     assert digests(work, "clusters.parquet") == before
 
@@ -199,12 +246,13 @@ def test_the_lock_dies_with_its_process(tmp_path):
         pass
 
 
-def test_a_damaged_manifest_is_one_line_and_force_mends_it(work):
+def test_a_damaged_manifest_is_one_line_and_force_mends_it(rerun):
+    crawl, work = rerun
     (work / "manifest.json").write_text('{"stages": {"extract": ', encoding="utf-8")
     for command in (["info"], ["run"], ["query", "select count(*) from pages"]):
         line = one_line_error(cli(*command, "--work", str(work)))
         assert "manifest.json is damaged" in line and "rerun with --force" in line
-    result = cli("run", str(EXAMPLE_CRAWL), "--work", str(work), "--force", "--quiet")
+    result = cli("run", str(crawl), "--work", str(work), "--force", "--quiet")
     assert result.returncode == 0, result.stderr
     assert (work / "manifest.json.damaged").exists()
     assert json.loads((work / "manifest.json").read_text())["stages"]["clusters"]["rows"] > 0

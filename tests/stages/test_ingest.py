@@ -347,8 +347,8 @@ def test_cli_prints_the_summary_and_skips_when_up_to_date(tmp_path):
         ([str(JSONL), "--extra-stopwords", "/nonexistent/stop.txt"], "stop.txt"),
     ],
 )
-def test_cli_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message):
-    result = lshsql("ingest", *args, "--work", str(tmp_path / "w"), "--quiet")
+def test_cli_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message, lshsql_command):
+    result = lshsql_command("ingest", *args, "--work", str(tmp_path / "w"), "--quiet")
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("lshsql: error: ") and message in result.stderr

@@ -255,10 +255,10 @@ def test_import_and_terms_never_download() -> None:
     assert result.stdout.strip() == "ok"
 
 
-IN_A_WORKER = """
+LSHSQL_ALONE = """
 import importlib.util, sys
-from lshsql.sources import text
-text.in_worker_process()
+from lshsql.sources import nltk_import, text
+nltk_import.only_lshsql_here()
 assert text.terms("The connections are running") == ["connect", "run"]
 assert text.terms("Библиотеки и книги, running", text.TextOptions("ru")) == ["библиотек", "книг", "run"]
 assert "nltk" in sys.modules and not [name for name in sys.modules if name.split(".")[0] == "scipy"]
@@ -268,10 +268,11 @@ print("ok")
 """
 
 
-def test_a_worker_process_imports_nltk_without_scipy() -> None:
-    """Extract's and ingest's workers stem as any process does, without importing SciPy with NLTK."""
+def test_a_process_of_lshsql_alone_imports_nltk_without_scipy() -> None:
+    """The `lshsql` command and the workers of extract and ingest stem as any process does, without
+    importing SciPy with NLTK."""
     result = subprocess.run(
-        [sys.executable, "-c", IN_A_WORKER], capture_output=True, text=True, timeout=120, cwd=REPO
+        [sys.executable, "-c", LSHSQL_ALONE], capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
