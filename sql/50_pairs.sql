@@ -29,9 +29,8 @@ pairs_kept as (
 -- The bags of the URLs in a kept pair, as whole copies q = round(weight) but at least 1: the multiset the
 -- signatures were computed from, so the exact value is what the agreement estimates, and sums of whole
 -- numbers are exact in any order. The rest of bags (most of its 17M rows at 100k documents) is never
--- joined: probing all of it cost 2 s. Terms are told apart by term_hash (63 bits: a collision within one
--- pair is ~1e-14 likely).
-bags_paired as materialized (
+-- read further. Terms are told apart by term_hash (63 bits: a collision within one pair is ~1e-14 likely).
+bags_paired as (
     select
         bags.url_id,
         bags.term_hash,
@@ -41,65 +40,48 @@ bags_paired as materialized (
         bags.url_id in (select pairs_kept.u_id from pairs_kept union select pairs_kept.v_id from pairs_kept)
 ),
 
--- u's terms of every pair, materialized first, then looked up among v's terms by (url_id, term_hash). The
--- materialization fixes the join order: left to itself the optimizer may join bags to bags on term alone
--- before the pairs restrict it (35 s instead of 0.4 s at 10k bags). A pair sharing no term has J = 0.
-pair_terms_u as materialized (
-    select
-        pairs_kept.u_id,
-        pairs_kept.v_id,
-        bags_paired.term_hash,
-        bags_paired.copies
-    from pairs_kept
-    inner join bags_paired on pairs_kept.u_id = bags_paired.url_id
-),
-
-pairs_shared as (
-    select
-        pair_terms_u.u_id,
-        pair_terms_u.v_id,
-        sum(least(pair_terms_u.copies, bags_paired.copies)) as shared
-    from pair_terms_u
-    inner join bags_paired
-        on pair_terms_u.v_id = bags_paired.url_id and pair_terms_u.term_hash = bags_paired.term_hash
-    group by pair_terms_u.u_id, pair_terms_u.v_id
-),
-
--- sum(max) = |u| + |v| - sum(min), with |u| the copies in u's flattened bag
-bag_sizes as (
+-- Each of those bags as one row: its terms, and their copies in the same order (one aggregation), or NULL
+-- when every term occurs once (a set: nothing to pass). |u| is the copies in u's flattened bag.
+bags_listed as materialized (
     select
         bags_paired.url_id,
-        sum(bags_paired.copies) as copies
+        list(bags_paired.term_hash) as terms,
+        case when max(bags_paired.copies) > 1 then list(bags_paired.copies) end as copies,
+        cast(sum(bags_paired.copies) as bigint) as size
     from bags_paired
     group by bags_paired.url_id
 ),
 
+-- sum(min) of the two flattened bags by the compiled UDF (engines/overlap.py), which matches terms through
+-- a hash table, so no join of term rows; sum(max) = |u| + |v| - sum(min). A pair sharing no term has J = 0.
 pairs_measured as (
     select
-        pairs_shared.u_id,
-        pairs_shared.v_id,
-        cast(pairs_shared.shared as double) as shared,
-        cast(size_u.copies + size_v.copies - pairs_shared.shared as double) as union_copies
-    from pairs_shared
-    inner join bag_sizes as size_u on pairs_shared.u_id = size_u.url_id
-    inner join bag_sizes as size_v on pairs_shared.v_id = size_v.url_id
+        pairs_kept.*,
+        lsh_bag_overlap(bag_u.terms, bag_u.copies, bag_v.terms, bag_v.copies) as shared,
+        bag_u.size + bag_v.size as total
+    from pairs_kept
+    inner join bags_listed as bag_u on pairs_kept.u_id = bag_u.url_id
+    inner join bags_listed as bag_v on pairs_kept.v_id = bag_v.url_id
 ),
 
 pairs_verified as (
     select
-        pairs_kept.*,
-        pairs_measured.shared / pairs_measured.union_copies as jaccard,
-        pairs_measured.shared / pairs_measured.union_copies as similarity
-    from pairs_kept
-    inner join pairs_measured on pairs_kept.u_id = pairs_measured.u_id and pairs_kept.v_id = pairs_measured.v_id
-    where pairs_measured.shared >= $threshold * pairs_measured.union_copies
+        pairs_measured.u_id,
+        pairs_measured.v_id,
+        pairs_measured.n_agree,
+        pairs_measured.n_bands,
+        cast(pairs_measured.shared as double) / (pairs_measured.total - pairs_measured.shared) as jaccard
+    from pairs_measured
+    where
+        pairs_measured.shared > 0
+        and pairs_measured.shared >= $threshold * (pairs_measured.total - pairs_measured.shared)
 ),
 
 final as (
     select
         url_u.url as u,
         url_v.url as v,
-        pairs_verified.similarity,
+        pairs_verified.jaccard as similarity,
         cast(pairs_verified.n_agree as bigint) as n_agree,
         pairs_verified.n_bands,
         pairs_verified.u_id,

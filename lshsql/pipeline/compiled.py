@@ -95,13 +95,17 @@ def text(work: Path, stage: str, compiled: Compiled) -> str:
         f"-- Run from the work folder: cd {_shell_quote(str(work))} && duckdb < {COMPILED}/{stage}.sql",
         f"-- The run copied the final select to {output_path(work, stage).name} ({_order(sql.order)}).",
     ]
-    if udfs:
+    stand_ins = {udf: _stand_in(udf) for udf in udfs}
+    missing = [udf for udf, macro in stand_ins.items() if macro is None]
+    if missing:
         lines.append(
-            f"-- Needs the Python UDF(s) {', '.join(udfs)} (lshsql/engines/udf.py), which lshsql registers "
-            "on its own connection: the duckdb shell has none, so this runs there only once they exist."
+            f"-- Needs the Python UDF(s) {', '.join(missing)} (lshsql/engines/udf.py), which lshsql "
+            "registers on its own connection: the duckdb shell has none, so this runs there only once they "
+            "exist."
         )
     lines += [f"-- {note}" for note in compiled.notes]
     lines.append("")
+    lines += [macro for macro in stand_ins.values() if macro is not None]
     for relation, select in compiled.views.items():
         lines.append(f"create or replace view {relation} as {select};")
     types = dict(_PARAM_TYPE.findall(sql.text))
@@ -110,6 +114,12 @@ def text(work: Path, stage: str, compiled: Compiled) -> str:
         lines.append(f"set variable {name} = {_value(compiled.params[name], types.get(name))};")
     lines.append("")
     return "\n".join(lines) + "\n" + body + ("" if body.endswith(";") else ";") + "\n"
+
+
+def _stand_in(udf: str) -> str | None:
+    """The SQL macro of sql/udf/<udf>.sql that gives a UDF's values in a plain DuckDB, if there is one."""
+    path = sqlfiles.sql_dir() / "udf" / f"{udf}.sql"
+    return path.read_text().rstrip() + "\n" if path.exists() else None
 
 
 def write(work: Path, stage: str, compiled: Compiled) -> Path:
