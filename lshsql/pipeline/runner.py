@@ -104,6 +104,11 @@ def _run(
         raise InputError(f"{bags}: no such file (--bags takes a Parquet file of url, term, optional weight)")
     if force:
         manifest.set_aside_if_damaged(work)
+    if bags is None and "dedup" in manifest.read(work):
+        raise InputError(
+            f"{work}: the work folder of `lshsql dedup`: run `lshsql dedup` again to change its options "
+            "(`clusters`, `query` and `explain` read it as it is), or give `run` another folder"
+        )
     if bags is None and not (work / "fragments").exists():
         bags = user_bags_source(work)  # a folder started from --bags goes on from the same table
     requested = {k: v for k, v in params.to_json().items() if v is not None}

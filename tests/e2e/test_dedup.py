@@ -304,6 +304,12 @@ def test_explain_clusters_and_query_read_a_dedup_folder(corpus_run):
     assert clusters.exit_code == 0 and "000000000001 orig" in clusters.output
     table = lshsql.query(work, "select count(*) as n from duplicates where reason = 'duplicate'")
     assert table.to_pylist() == [{"n": 5}]
+    # `run` would take it for a crawl's folder: it says whose folder it is and changes nothing
+    before = (folder / "work" / "manifest.json").read_bytes()
+    rerun = runner.invoke(app, ["run", "--work", work, "-q"])
+    assert isinstance(rerun.exception, InputError)  # main() prints it as one line and exits with 2
+    assert "the work folder of `lshsql dedup`" in str(rerun.exception)
+    assert (folder / "work" / "manifest.json").read_bytes() == before
 
 
 def test_character_shingles_for_text_without_spaces(tmp_path):
