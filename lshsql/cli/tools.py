@@ -86,25 +86,38 @@ def eval_(
 def hierarchy(
     work: Work = Path("work"),
     threshold: Annotated[
-        float, typer.Option(help="t: a pair of clusters merges when two of their documents reach it.")
-    ] = 0.3,
-    r_start: Annotated[int, typer.Option(help="Band size (rows) of the first level.")] = 20,
-    r_min: Annotated[int, typer.Option(help="Band size of the last level.")] = 2,
-    delta: Annotated[int, typer.Option(help="The band size shrinks by this from level to level.")] = 2,
+        float | None,
+        typer.Option(help="t: a pair of clusters merges when two of their documents reach it [0.3]."),
+    ] = None,
+    r_start: Annotated[int | None, typer.Option(help="Band size (rows) of the first level [20].")] = None,
+    r_min: Annotated[int | None, typer.Option(help="Band size of the last level [2].")] = None,
+    delta: Annotated[
+        int | None, typer.Option(help="The band size shrinks by this from level to level [2].")
+    ] = None,
     level_thresholds: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--level-thresholds/--one-threshold",
-            help="A level of b bands of r rows merges pairs >= max(t, (1/b)^(1/r)); the last takes all >= t.",
+            help="A level of b bands of r rows merges pairs >= max(t, (1/b)^(1/r)); the last takes all >= t "
+            "[level thresholds].",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     method: Annotated[
-        str, typer.Option(help="lsh, or exact: single link over every exact pair >= t (small corpora).")
-    ] = "lsh",
+        str | None,
+        typer.Option(help="lsh, or exact: single link over every exact pair >= t (small corpora) [lsh]."),
+    ] = None,
     verify: Annotated[
-        bool, typer.Option("--verify/--no-verify", help="Merge by exact weighted Jaccard, not the estimate.")
-    ] = True,
-    max_bucket: Annotated[int, typer.Option(help="Clusters per bucket above which pairs are capped.")] = 1000,
+        bool | None,
+        typer.Option(
+            "--verify/--no-verify",
+            help="Merge by exact weighted Jaccard, not the estimate [verify].",
+            show_default=False,
+        ),
+    ] = None,
+    max_bucket: Annotated[
+        int | None, typer.Option(help="Clusters per bucket above which pairs are capped [1000].")
+    ] = None,
     given: GivenParams = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
@@ -116,16 +129,27 @@ def hierarchy(
 ) -> None:
     """Hierarchical single-link clustering by LSH with a shrinking band size: levels r = r_start,
     r_start - delta, ... >= r_min; pairs of different clusters sharing a band of r rows and reaching t merge.
+    Options not given keep the folder's last hierarchy's values (in brackets: the defaults of a new folder).
     Runs the stages up to signatures first when needed. Writes DIR/merges.parquet and
     DIR/cluster_tree.parquet; `lshsql cut` turns the tree into flat clusters.
 
     Example: lshsql hierarchy --work work/reuters --threshold 0.3
     """
     from lshsql.pipeline import params_for
-    from lshsql.tools.hierarchy import HierarchyParams
     from lshsql.tools.hierarchy import hierarchy as build
+    from lshsql.tools.hierarchy import hierarchy_params_for
 
-    params = HierarchyParams(threshold, r_start, r_min, delta, method, verify, max_bucket, level_thresholds)
+    params = hierarchy_params_for(
+        work,
+        threshold=threshold,
+        r_start=r_start,
+        r_min=r_min,
+        delta=delta,
+        method=method,
+        verify=verify,
+        max_bucket=max_bucket,
+        level_thresholds=level_thresholds,
+    )
     summary = build(
         work,
         params,

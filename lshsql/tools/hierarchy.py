@@ -16,7 +16,7 @@ monotone dendrogram from which any flat cut at a similarity >= t is one query (`
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +86,23 @@ class HierarchyParams:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def hierarchy_params_for(work: str | Path, **given: object) -> HierarchyParams:
+    """`hierarchy`'s options: the ones given (None: not given), else those of the folder's last hierarchy,
+    else HierarchyParams' defaults; so `hierarchy --method exact` after `hierarchy --threshold 0.2` keeps
+    t = 0.2, and a later `cut` below 0.3 still finds its merges.
+
+    Example: hierarchy_params_for("work", method="exact") -> the last tree's options with method exact.
+    """
+    names = {f.name for f in fields(HierarchyParams)}
+    unknown = set(given) - names
+    if unknown:
+        raise TypeError(f"hierarchy_params_for() got unknown parameters: {', '.join(sorted(unknown))}")
+    saved = manifest.read(work)["stages"].get("hierarchy", {}).get("params", {})
+    options = {name: value for name, value in saved.items() if name in names}
+    options |= {name: value for name, value in given.items() if value is not None}
+    return HierarchyParams(**options)
 
 
 @dataclass

@@ -208,8 +208,26 @@ def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path):
 
     root, bags = planted
     work = str(root / "work")
+    # the module's other tests build trees in this folder too, whose options hierarchy keeps: all given
     built = lshsql(
-        "hierarchy", "--work", work, "--threshold", "0.3", "--r-start", "9", "--delta", "3", "--quiet"
+        "hierarchy",
+        "--work",
+        work,
+        "--threshold",
+        "0.3",
+        "--r-start",
+        "9",
+        "--delta",
+        "3",
+        "--r-min",
+        "2",
+        "--method",
+        "lsh",
+        "--verify",
+        "--level-thresholds",
+        "--max-bucket",
+        "1000",
+        "--quiet",
     )
     assert built.returncode == 0, built.stderr
     assert built.stdout.splitlines()[0].split() == [
