@@ -17,7 +17,9 @@ def test_options_not_given_are_the_last_trees(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     manifest.record_stage(work, "hierarchy", {"params": HierarchyParams(threshold=0.2, r_min=4).to_json()})
-    assert hierarchy_params_for(work, method="exact") == HierarchyParams(threshold=0.2, r_min=4, method="exact")
+    assert hierarchy_params_for(work, method="exact") == HierarchyParams(
+        threshold=0.2, r_min=4, method="exact"
+    )
     assert hierarchy_params_for(work, threshold=0.5).threshold == 0.5
     with pytest.raises(ParamError, match="threshold must be in"):
         hierarchy_params_for(work, threshold=1.5)
