@@ -40,24 +40,26 @@ bags_paired as (
         bags.url_id in (select pairs_kept.u_id from pairs_kept union select pairs_kept.v_id from pairs_kept)
 ),
 
--- Each of those bags as one row: its terms, and their copies in the same order (one aggregation), or NULL
--- when every term occurs once (a set: nothing to pass). |u| is the copies in u's flattened bag.
+-- Each of those bags as one row: its terms and their copies, listed by one aggregation (so in the same
+-- order), the copies NULL when every term occurs once (a set: nothing to pass), packed into one BLOB with
+-- its terms sorted (lsh_bag_pack), the cheapest form to hand to the UDF once per pair. |u| is the copies
+-- in u's flattened bag.
 bags_listed as materialized (
     select
         bags_paired.url_id,
-        list(bags_paired.term_hash) as terms,
-        case when max(bags_paired.copies) > 1 then list(bags_paired.copies) end as copies,
+        lsh_bag_pack(
+            list(bags_paired.term_hash),
+            case when max(bags_paired.copies) > 1 then list(bags_paired.copies) end
+        ) as bag,
         cast(sum(bags_paired.copies) as bigint) as size
     from bags_paired
     group by bags_paired.url_id
 ),
 
--- sum(min) of the two flattened bags by the compiled UDF (engines/overlap.py), which matches terms through
--- a hash table, so no join of term rows; sum(max) = |u| + |v| - sum(min). A pair sharing no term has J = 0.
 pairs_measured as (
     select
         pairs_kept.*,
-        lsh_bag_overlap(bag_u.terms, bag_u.copies, bag_v.terms, bag_v.copies) as shared,
+        lsh_bag_overlap(bag_u.bag, bag_v.bag) as shared,
         bag_u.size + bag_v.size as total
     from pairs_kept
     inner join bags_listed as bag_u on pairs_kept.u_id = bag_u.url_id

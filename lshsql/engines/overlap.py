@@ -1,11 +1,12 @@
 """The shared weight of two bags, compiled (numba): what the pairs stage verifies candidates with.
 
-lsh_bag_overlap(u_terms, u_copies, v_terms, v_copies) = sum over the terms t of both bags of
+lsh_bag_overlap(u, v) = sum over the terms t of both bags of
 min(copies of t in u, copies of t in v): the size of the intersection of the two flattened bags (each term t
 of weight w present as t#1 .. t#w), from which the exact weighted Jaccard is |u ∩ v| / (|u| + |v| - |u ∩ v|).
-A bag is a list of distinct term hashes and a list of copies in the same order; a NULL list of copies means
-one copy of every term (a set), which costs nothing to pass. The lists need no order: one bag's terms go into
-a small hash table and the other's are looked up in it, so the result is the same on any engine.
+A bag is packed once by lsh_bag_pack(terms, copies), from its list of distinct term hashes and the list of
+their copies in the same order (NULL: one of each, a set), into one BLOB with its terms sorted; the lists
+need no order of their own, so any engine's list aggregate serves. lsh_bag_overlap then merges two sorted
+bags.
 """
 
 from __future__ import annotations
@@ -14,62 +15,48 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+@njit(cache=True, nogil=True)
+def _pack(offsets, terms, c_offsets, copies, weighted, valid, out_offsets, out):
+    """Row r's bag into out[out_offsets[r]:]: n, its terms sorted, then (weighted rows) their copies in
+    that order; nothing for a NULL row. Returns the first row whose terms and copies differ in length, or
+    -1."""
+    for r in range(offsets.shape[0] - 1):
+        if not valid[r]:
+            continue
+        start, n = offsets[r], offsets[r + 1] - offsets[r]
+        if weighted[r] and c_offsets[r + 1] - c_offsets[r] != n:
+            return r
+        at = out_offsets[r]
+        out[at] = n
+        order = np.argsort(terms[start : start + n], kind="mergesort")
+        for i in range(n):
+            out[at + 1 + i] = terms[start + order[i]]
+            if weighted[r]:
+                out[at + 1 + n + i] = copies[c_offsets[r] + order[i]]
+    return -1
 
 
 @njit(cache=True, nogil=True)
-def _overlaps(
-    u_off, u_terms, u_coff, u_copies, u_weighted, v_off, v_terms, v_coff, v_copies, v_weighted, out
-):
-    """out[r] = the shared copies of row r's bags; the smaller bag goes into the table, the other probes it.
-    Returns the first row whose terms and copies differ in length, or -1."""
-    longest = 1
+def _overlaps(u_off, u_bags, v_off, v_bags, out):
+    """out[r] = the shared copies of row r's two packed bags: a merge of their sorted terms."""
     for r in range(out.shape[0]):
-        longest = max(longest, min(u_off[r + 1] - u_off[r], v_off[r + 1] - v_off[r]))
-    capacity = 2
-    while capacity < 2 * longest:
-        capacity *= 2
-    keys = np.empty(capacity, dtype=np.int64)
-    copies = np.empty(capacity, dtype=np.int64)
-    stamp = np.full(capacity, -1, dtype=np.int64)  # slot s holds a key of row stamp[s]: no clearing per row
-    for r in range(out.shape[0]):
-        for off, coff, weighted in ((u_off, u_coff, u_weighted), (v_off, v_coff, v_weighted)):
-            if weighted[r] and coff[r + 1] - coff[r] != off[r + 1] - off[r]:
-                return r
-        small_is_u = u_off[r + 1] - u_off[r] <= v_off[r + 1] - v_off[r]
-        a_off, a_terms, a_coff, a_copies, a_weighted = u_off, u_terms, u_coff, u_copies, u_weighted[r]
-        b_off, b_terms, b_coff, b_copies, b_weighted = v_off, v_terms, v_coff, v_copies, v_weighted[r]
-        if not small_is_u:
-            a_off, a_terms, a_coff, a_copies, a_weighted = v_off, v_terms, v_coff, v_copies, v_weighted[r]
-            b_off, b_terms, b_coff, b_copies, b_weighted = u_off, u_terms, u_coff, u_copies, u_weighted[r]
-        n = a_off[r + 1] - a_off[r]
-        size, bits = 2, 1
-        while size < 2 * n:
-            size *= 2
-            bits += 1
-        mask = size - 1
-        shift = np.uint64(64 - bits)
-        for e in range(a_off[r], a_off[r + 1]):
-            key = a_terms[e]
-            s = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-            while stamp[s] == r and keys[s] != key:
-                s = (s + 1) & mask
-            if stamp[s] != r:
-                stamp[s] = r
-                keys[s] = key
-                copies[s] = 0
-            copies[s] += a_copies[a_coff[r] + e - a_off[r]] if a_weighted else 1
-        shared = 0
-        for e in range(b_off[r], b_off[r + 1]):
-            key = b_terms[e]
-            s = np.int64((np.uint64(key) * _GOLDEN) >> shift)
-            while stamp[s] == r:
-                if keys[s] == key:
-                    shared += min(copies[s], b_copies[b_coff[r] + e - b_off[r]] if b_weighted else 1)
-                    break
-                s = (s + 1) & mask
+        a, b = u_off[r], v_off[r]
+        if a == u_off[r + 1] or b == v_off[r + 1]:  # a NULL bag (its BLOB is empty): NULL, not read
+            continue
+        na, nb = u_bags[a], v_bags[b]
+        a_weighted = u_off[r + 1] - a == 1 + 2 * na and na > 0
+        b_weighted = v_off[r + 1] - b == 1 + 2 * nb and nb > 0
+        i, j, shared = 0, 0, 0
+        while i < na and j < nb:
+            x, y = u_bags[a + 1 + i], v_bags[b + 1 + j]
+            if x == y:
+                cu = u_bags[a + 1 + na + i] if a_weighted else 1
+                cv = v_bags[b + 1 + nb + j] if b_weighted else 1
+                shared += min(cu, cv)
+            i += x <= y
+            j += y <= x
         out[r] = shared
-    return -1
 
 
 def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,7 +65,7 @@ def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
     n = len(lists)
-    if pa.types.is_null(lists.type):  # a column of NULL lists only
+    if pa.types.is_null(lists.type) or lists.null_count == n:  # NULL lists only
         return np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(n, np.bool_)
     width = np.int64 if pa.types.is_large_list(lists.type) else np.int32
     offsets = np.frombuffer(lists.buffers()[1], dtype=width)[lists.offset : lists.offset + n + 1]
@@ -88,18 +75,60 @@ def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets.astype(np.int64), values, valid
 
 
-def bag_overlap(u_terms: pa.Array, u_copies: pa.Array, v_terms: pa.Array, v_copies: pa.Array) -> pa.Array:
-    """The shared copies of each row's two bags (BIGINT); NULL where either bag's terms are NULL."""
-    u_off, u_values, u_valid = _list_parts(u_terms)
-    v_off, v_values, v_valid = _list_parts(v_terms)
-    uc_off, uc_values, u_weighted = _list_parts(u_copies)
-    vc_off, vc_values, v_weighted = _list_parts(v_copies)
-    out = np.zeros(len(u_valid), dtype=np.int64)
-    bad = _overlaps(
-        u_off, u_values, uc_off, uc_values, u_weighted, v_off, v_values, vc_off, vc_values, v_weighted, out
-    )
+def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
+    """lsh_bag_pack(terms, copies): a bag as one BLOB of 8-byte values: its number of terms n, its terms
+    sorted, then their copies unless `copies` is NULL (one of each: a set). A bag is packed once and passed
+    to lsh_bag_overlap for every candidate pair it is in: a BLOB crosses from DuckDB to Arrow as one copy of
+    bytes, a list element by element. The bytes are in the machine's order and never stored. NULL terms
+    give NULL."""
+    offsets, values, valid = _list_parts(terms)
+    c_offsets, c_values, weighted = _list_parts(copies)
+    lengths = np.diff(offsets)
+    sizes = np.where(valid, 1 + lengths * (1 + weighted), 0)
+    out_offsets = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=out_offsets[1:])
+    out = np.zeros(int(out_offsets[-1]), np.int64)
+    bad = _pack(offsets, values, c_offsets, c_values, weighted, valid, out_offsets, out)
     if bad >= 0:
-        raise ValueError(f"lsh_bag_overlap: row {bad}: a bag's terms and copies differ in length")
+        raise ValueError(f"lsh_bag_pack: row {bad}: a bag's terms and copies differ in length")
+    byte_offsets = out_offsets * 8
+    kind, dtype = (pa.binary(), np.int32) if out.nbytes < 2**31 else (pa.large_binary(), np.int64)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        kind, len(valid), [bitmap, pa.py_buffer(byte_offsets.astype(dtype)), pa.py_buffer(out)]
+    )
+
+
+def _blob_parts(blobs: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(offsets, values, valid per row) of a column of bag_pack's BLOBs, offsets in values (8 bytes each)."""
+    if isinstance(blobs, pa.ChunkedArray):
+        blobs = blobs.combine_chunks()
+    n = len(blobs)
+    width = np.int64 if pa.types.is_large_binary(blobs.type) else np.int32
+    offsets = np.frombuffer(blobs.buffers()[1], dtype=width)[blobs.offset : blobs.offset + n + 1].astype(
+        np.int64
+    )
+    valid = np.ones(n, np.bool_) if not blobs.null_count else np.asarray(blobs.is_valid(), dtype=np.bool_)
+    data = blobs.buffers()[2]
+    raw = (
+        np.frombuffer(data, dtype=np.uint8)[: int(offsets[-1])] if data is not None else np.zeros(0, np.uint8)
+    )
+    if (offsets % 8).any():
+        raise ValueError("lsh_bag_overlap: a bag is not a BLOB of lsh_bag_pack")
+    values = raw.view(np.int64) if raw.ctypes.data % 8 == 0 else raw.copy().view(np.int64)
+    sizes = np.diff(offsets) // 8
+    counts = values[offsets[:-1][valid] // 8] if valid.any() else np.zeros(0, np.int64)
+    if ((sizes[valid] != 1 + counts) & (sizes[valid] != 1 + 2 * counts)).any():
+        raise ValueError("lsh_bag_overlap: a bag is not a BLOB of lsh_bag_pack")
+    return offsets // 8, values, valid
+
+
+def bag_overlap(u: pa.Array, v: pa.Array) -> pa.Array:
+    """The shared copies of each row's two bags of lsh_bag_pack (BIGINT); NULL where either is NULL."""
+    u_off, u_values, u_valid = _blob_parts(u)
+    v_off, v_values, v_valid = _blob_parts(v)
     valid = u_valid & v_valid
+    out = np.zeros(len(valid), dtype=np.int64)
+    _overlaps(u_off, u_values, v_off, v_values, out)
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(pa.int64(), len(out), [bitmap, pa.py_buffer(out)])

@@ -194,6 +194,7 @@ def udfs() -> list[tuple[str, Callable[..., pa.Array], str]]:
         ("lsh_term_hash", udf.term_hash, "bigint"),
         ("lsh_element_hash", udf.element_hash, "bigint"),
         ("lsh_url_unit", udf.url_unit, "string"),
+        ("lsh_bag_pack", udf.bag_pack, "binary"),
         ("lsh_bag_overlap", udf.bag_overlap, "bigint"),
         ("lsh_ln", libm_ln, "double"),
         ("lsh_exp", libm_exp, "double"),

@@ -7,8 +7,8 @@ built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and spl
     lsh_term_hash(term)          = xxh64(utf8(term)) >> 1                       in [0, 2^63)
     lsh_element_hash(t, j)       = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
     lsh_url_unit(url, unit)      = url, its host, or its registered domain (not a hash: --unit)
-    lsh_bag_overlap(u_terms, u_copies, v_terms, v_copies)
-                                 = sum of min(copies) over the terms of both bags (engines/overlap.py)
+    lsh_bag_pack(terms, copies)  = a bag as one BLOB, its terms sorted (engines/overlap.py)
+    lsh_bag_overlap(u, v)        = sum of min(copies) over the terms of two packed bags
 
 The element hash is < P = 2^31 - 1, so the family ((a*x + b) mod 2^40) >> 9 of the signatures stage, with
 a, b < 2^32, never leaves signed BIGINT (a*x + b < 2^63).
@@ -109,18 +109,26 @@ def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:
     return pa.array(out, type=pa.string())
 
 
-def bag_overlap(u_terms: pa.Array, u_copies: pa.Array, v_terms: pa.Array, v_copies: pa.Array) -> pa.Array:
-    """lsh_bag_overlap: the shared copies of two bags (engines/overlap.py, compiled; imported on first use,
-    as numba takes long to import)."""
+def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
+    """lsh_bag_pack: a bag (its terms, and their copies or NULL) as one BLOB with its terms sorted, what
+    lsh_bag_overlap reads (engines/overlap.py, compiled; imported on first use, as numba takes long to
+    import)."""
     from lshsql.engines import overlap
 
-    return overlap.bag_overlap(u_terms, u_copies, v_terms, v_copies)
+    return overlap.bag_pack(terms, copies)
+
+
+def bag_overlap(u: pa.Array, v: pa.Array) -> pa.Array:
+    """lsh_bag_overlap: the shared copies of two packed bags (engines/overlap.py)."""
+    from lshsql.engines import overlap
+
+    return overlap.bag_overlap(u, v)
 
 
 def register(con) -> None:
     """Register the UDFs on a DuckDB connection (pure functions, so DuckDB may cache and reorder them)."""
     import duckdb
-    from duckdb.sqltypes import BIGINT, INTEGER, VARCHAR
+    from duckdb.sqltypes import BIGINT, BLOB, INTEGER, VARCHAR
 
     con.create_function("lsh_term_hash", term_hash, [VARCHAR], BIGINT, type="arrow", side_effects=False)
     con.create_function(
@@ -131,11 +139,14 @@ def register(con) -> None:
     )
     bag = duckdb.list_type(BIGINT)
     con.create_function(
-        "lsh_bag_overlap",
-        bag_overlap,
-        [bag, bag, bag, bag],
-        BIGINT,
+        "lsh_bag_pack",
+        bag_pack,
+        [bag, bag],
+        BLOB,
         type="arrow",
         null_handling="special",  # a NULL list of copies is a set, not an unknown
         side_effects=False,
+    )
+    con.create_function(
+        "lsh_bag_overlap", bag_overlap, [BLOB, BLOB], BIGINT, type="arrow", side_effects=False
     )

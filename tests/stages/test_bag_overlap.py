@@ -1,5 +1,6 @@
-"""lsh_bag_overlap, the pairs stage's exact check: hand-checked bags, any order, sets passed without copies,
-random bags against a Counter, and the SQL macro that stands in for it in a plain DuckDB."""
+"""lsh_bag_overlap and lsh_bag_pack, the pairs stage's exact check: hand-checked bags, any order, sets
+passed without copies, random bags against a Counter, and the SQL macros that stand in for them in a plain
+DuckDB."""
 
 from __future__ import annotations
 
@@ -17,9 +18,20 @@ BAG = pa.list_(pa.int64())
 
 
 def overlap(u_terms, u_copies, v_terms, v_copies) -> list:
-    return udf.bag_overlap(
-        pa.array(u_terms, BAG), pa.array(u_copies, BAG), pa.array(v_terms, BAG), pa.array(v_copies, BAG)
-    ).to_pylist()
+    """lsh_bag_overlap of two bags, each packed by lsh_bag_pack as the pairs stage does."""
+    u = udf.bag_pack(pa.array(u_terms, BAG), pa.array(u_copies, BAG))
+    v = udf.bag_pack(pa.array(v_terms, BAG), pa.array(v_copies, BAG))
+    return udf.bag_overlap(u, v).to_pylist()
+
+
+def test_pack_sorts_terms_with_their_copies_keeps_nulls_and_reads_slices():
+    terms = pa.array([[5, -2, 2**63 - 1], None, [], [7], [9, 3]], BAG)
+    copies = pa.array([None, None, None, [4], [1, 2]], BAG)
+    packed = udf.bag_pack(terms, copies)
+    got = [None if b is None else np.frombuffer(b, np.int64).tolist() for b in packed.to_pylist()]
+    assert got == [[3, -2, 5, 2**63 - 1], None, [0], [1, 7, 4], [2, 3, 9, 2, 1]]
+    sliced = udf.bag_pack(terms.slice(3), pa.chunked_array([copies.slice(3, 1), copies.slice(4)]))
+    assert sliced.to_pylist() == packed.slice(3).to_pylist()
 
 
 def test_hand_checked_bags():
@@ -41,6 +53,8 @@ def test_order_does_not_matter_and_hashes_may_be_large():
 def test_terms_and_copies_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="differ in length"):
         overlap([[1, 2]], [[1]], [[1]], [None])
+    with pytest.raises(ValueError, match="not a BLOB of lsh_bag_pack"):
+        udf.bag_overlap(pa.array([b"1234567"]), pa.array([b"12345678"]))
 
 
 def random_bags(rng, n: int) -> list[dict[int, int]]:
@@ -81,9 +95,10 @@ def test_the_sql_macro_gives_the_udfs_values():
         }
     )
     with duckdb.connect() as plain, duckdb.connect() as registered:
-        plain.execute((sqlfiles.sql_dir() / "udf" / "lsh_bag_overlap.sql").read_text())
+        for stand_in in ("lsh_bag_pack.sql", "lsh_bag_overlap.sql"):
+            plain.execute((sqlfiles.sql_dir() / "udf" / stand_in).read_text())
         udf.register(registered)
-        query = "select lsh_bag_overlap(ut, uc, vt, vc) from t"
+        query = "select lsh_bag_overlap(lsh_bag_pack(ut, uc), lsh_bag_pack(vt, vc)) from t"
         for con in (plain, registered):
             con.register("t", table)
         assert plain.execute(query).fetchall() == registered.execute(query).fetchall()
