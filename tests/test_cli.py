@@ -220,11 +220,15 @@ def test_max_spill_reaches_the_resources_of_every_command(tmp_path, command, lsh
 def test_query_runs_with_the_resources_it_is_given(tmp_path):
     """A user's ad-hoc SQL may join the biggest tables: its memory, threads and spill are theirs to set."""
     (tmp_path / "w").mkdir()
-    sql = "select current_setting('threads'), current_setting('memory_limit'), current_setting('temp_directory')"
+    sql = (
+        "select current_setting('threads'), current_setting('memory_limit'), current_setting('temp_directory'), "
+        "current_setting('enable_progress_bar')"  # DuckDB's bar would be drawn into the output after 2 s
+    )
     options = ["--threads", "1", "--memory-limit", "300MB"]
     result = lshsql("query", sql, "--work", str(tmp_path / "w"), "--format", "csv", *options)
     assert result.returncode == 0, result.stderr
-    threads, memory, temp = result.stdout.splitlines()[1].split(",")
+    threads, memory, temp, progress_bar = result.stdout.splitlines()[1].split(",")
+    assert progress_bar == "False"
     import duckdb
 
     with duckdb.connect(config={"memory_limit": "300MB"}) as con:  # as this DuckDB shows 300MB
