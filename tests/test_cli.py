@@ -110,8 +110,8 @@ def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message, ls
     assert "Traceback" not in result.stderr
 
 
-def test_extract_prints_its_summary(tmp_path):
-    result = lshsql("extract", str(EXAMPLE_CRAWL), "--work", str(tmp_path / "w"), "--quiet")
+def test_extract_prints_its_summary(tmp_path, lshsql_command):
+    result = lshsql_command("extract", str(EXAMPLE_CRAWL), "--work", str(tmp_path / "w"), "--quiet")
     assert result.returncode == 0, result.stderr
     assert "records read:    121 = 120 pages used + 1 skipped" in result.stdout
     assert result.stderr == ""
@@ -128,9 +128,9 @@ def test_extract_takes_max_links(tmp_path, small_site):
     assert params["max_links_per_page"] == 1
 
 
-def test_extra_stopwords_file_is_applied(tmp_path):
+def test_extra_stopwords_file_is_applied(tmp_path, lshsql_command):
     (tmp_path / "stop.txt").write_text("# corpus words\npython\n")
-    result = lshsql(
+    result = lshsql_command(
         "extract",
         str(EXAMPLE_CRAWL),
         "--work",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import html
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -122,7 +120,7 @@ def test_files_are_byte_identical_with_one_or_two_workers_and_on_a_rerun(runs):
         assert one == (runs["again"] / name).read_bytes(), name
 
 
-def test_clusters_and_report_show_the_words(runs):
+def test_clusters_and_report_show_the_words(runs, lshsql_command):
     work = runs["one"]
     table = explore.top_clusters(work, limit=5, terms=8)
     words_of = explore.cluster_labels(work, [row[2] for row in _centers(work, 5)], n=8)
@@ -133,12 +131,8 @@ def test_clusters_and_report_show_the_words(runs):
     labels = rows("select term, word from read_parquet($l)", l=work / "cluster_labels.parquet")
     assert set(shown) <= {word for _, word in labels}
     assert "modul" not in shown and "module" in shown  # the Python docs cluster: module, not its stem
-    result = subprocess.run(
-        [sys.executable, "-m", "lshsql", "report", "--work", str(work)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = lshsql_command("report", "--work", str(work))
+    assert result.returncode == 0, result.stderr
     page = Path(result.stdout.strip()).read_text(encoding="utf-8")
     assert all(html.escape(terms) in page for terms in top_terms)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -20,12 +20,17 @@ from tests.conftest import copy_work, shared
 RESOURCES = db.Resources(memory_limit="2GB", threads=2)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stderr
-    return result
+@pytest.fixture
+def cli(lshsql_command) -> Callable[..., subprocess.CompletedProcess]:
+    """`lshsql ARGS...`, which must succeed: in this process in the everyday loop, in a process of its own
+    as well in `make test-all` (conftest.lshsql_command)."""
+
+    def succeeded(*args: str) -> subprocess.CompletedProcess:
+        result = lshsql_command(*args)
+        assert result.returncode == 0, result.stderr
+        return result
+
+    return succeeded
 
 
 def scalar(query: str, **params):
@@ -95,7 +100,7 @@ where shared.n_shared / (su.n + sv.n - shared.n_shared) >= $t
 """
 
 
-def test_benchmark_contract_from_a_bags_table(tmp_path):
+def test_benchmark_contract_from_a_bags_table(tmp_path, cli):
     """compare.py calls exactly this and reads (u VARCHAR, v VARCHAR, similarity DOUBLE) with u < v."""
     bags = make_bags(tmp_path / "docs.parquet")
     work = tmp_path / "w"
@@ -119,7 +124,7 @@ def test_benchmark_contract_from_a_bags_table(tmp_path):
     assert recall >= 0.85, recall  # S-curve at 0.95 for pairs at T, estimate noise on pairs near T
 
 
-def test_only_changed_stages_rerun(example_run, tmp_path):
+def test_only_changed_stages_rerun(example_run, tmp_path, cli):
     work = copy_work(example_run, tmp_path / "w")
     first = json.loads((work / "manifest.json").read_text())["stages"]
     output = cli("run", "--work", str(work), "--threshold", "0.5", "-q").stdout
@@ -190,7 +195,7 @@ def test_invariants_of_a_run(example_extraction, tmp_path):
         assert codecs <= {stage.compression.upper()}, stage.name
 
 
-def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path):
+def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path, cli):
     work = copy_work(example_run, tmp_path / "w")
     clusters = cli("clusters", "--work", str(work), "--limit", "3").stdout
     assert clusters.splitlines()[0].split() == ["size", "center", "top_terms", "members"]
@@ -226,7 +231,7 @@ def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path):
     assert int(query.splitlines()[1]) > 0
 
 
-def test_stages_start_from_tables_put_in_the_work_folder(example_run, tmp_path):
+def test_stages_start_from_tables_put_in_the_work_folder(example_run, tmp_path, cli):
     """Any stage can start from a user's table of the documented schema: here signatures, urls and bags
     copied from a finished run give the same pairs and clusters, one `lshsql stage` at a time."""
     import shutil
@@ -242,7 +247,7 @@ def test_stages_start_from_tables_put_in_the_work_folder(example_run, tmp_path):
         assert (first / f"{table}.parquet").read_bytes() == (second / f"{table}.parquet").read_bytes()
 
 
-def test_quality_commands_from_the_cli(example_run, tmp_path):
+def test_quality_commands_from_the_cli(example_run, tmp_path, cli):
     """eval, plan, explain and report run as a user types them, on one finished run."""
     work = copy_work(example_run, tmp_path / "w")
     cli("run", "--work", str(work), "-q", "--threshold", "0.5")

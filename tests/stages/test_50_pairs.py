@@ -78,7 +78,7 @@ def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm
 @pytest.mark.parametrize("verify", [True, False])
 def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify):
     """When the signatures would not fit twice in memory the runner cuts url_ids into P ranges and runs
-    P(P+1)/2 blocks: the same rows, in the same order, as in one piece. Forced with ranges of 7 URLs; pairs
+    P(P+1)/2 blocks: the same rows, in the same order, as in one piece. Forced with ranges of 20 URLs; pairs
     fall both within one range and across two."""
     import duckdb
     import numpy as np
@@ -115,16 +115,16 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
     results, clusters = {}, {}
     for blocked in (False, True):
         if blocked:
-            monkeypatch.setattr(batching, "PAIR_BLOCK_URLS", 7)
+            monkeypatch.setattr(batching, "PAIR_BLOCK_URLS", 20)
         work = tmp_path / f"blocked{blocked}"
         pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
         with duckdb.connect() as con:
             results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
             # the stages after read all bags again, not the last block's view of them
             clusters[blocked] = con.read_parquet(str(work / "clusters.parquet")).fetchall()
-        assert manifest.read(work)["stages"]["pairs"]["blocks"] == (78 if blocked else 1)
+        assert manifest.read(work)["stages"]["pairs"]["blocks"] == (10 if blocked else 1)
         assert not (work / "tmp" / "pairs_blocks").exists()
-    assert len(blocks) == 78  # url_ids 1..80 in 12 ranges of at most 7: 12 * 13 / 2 blocks, each run once
+    assert len(blocks) == 10  # url_ids 1..80 in 4 ranges of at most 20: 4 * 5 / 2 blocks, each run once
     assert results[True] == results[False] and clusters[True] == clusters[False]
     columns = ("u", "v", "similarity", "n_agree", "n_bands", "u_id", "v_id", "jaccard")
     found = [dict(zip(columns, row, strict=True)) for row in results[True]]

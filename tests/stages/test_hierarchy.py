@@ -203,9 +203,8 @@ def test_cut_refuses_what_the_tree_cannot_answer(planted, tmp_path):
         cut(root / "work", 0.2, RESOURCES)
 
 
-def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path):
-    from tests.test_cli import lshsql
-
+def test_cli_hierarchy_then_cut_with_labels(planted, tmp_path, lshsql_command):
+    lshsql = lshsql_command
     root, bags = planted
     work = str(root / "work")
     # the module's other tests build trees in this folder too, whose options hierarchy keeps: all given
