@@ -28,8 +28,8 @@ pairs_kept as (
 
 -- The bags of the URLs in a kept pair, as whole copies q = round(weight) but at least 1: the multiset the
 -- signatures were computed from, so the exact value is what the agreement estimates, and sums of whole
--- numbers are exact in any order. The rest of bags (most of its 17M rows at 100k documents) is never
--- read further. Terms are told apart by term_hash (63 bits: a collision within one pair is ~1e-14 likely).
+-- numbers are exact in any order. The rest of bags is never read further.
+-- Terms are told apart by term_hash (63 bits: a collision within one pair is ~1e-14 likely).
 bags_paired as (
     select
         bags.url_id,

@@ -89,7 +89,7 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
     except duckdb.Error as e:
         raise ParamError(f"cannot open DuckDB with {config}: {e}") from None
     try:
-        # DuckDB draws its progress bar on stdout after 2 s, into a command's output (query --format json)
+        # DuckDB draws its progress bar on stdout, into a command's output (query --format json)
         con.execute("set enable_progress_bar = false")
         if resources.max_spill:
             # Set once open: given in the config beside temp_directory, DuckDB 2.0 reports the limit but does

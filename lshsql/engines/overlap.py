@@ -59,6 +59,19 @@ def _overlaps(u_off, u_bags, v_off, v_bags, out):
         out[r] = shared
 
 
+def _offsets_and_valid(array: pa.Array, large: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The int64 offsets (n + 1) of a list or binary array, read from its buffers, and its valid rows."""
+    n = len(array)
+    width = np.int64 if large else np.int32
+    offsets = np.frombuffer(array.buffers()[1], dtype=width)[array.offset : array.offset + n + 1]
+    valid = np.ones(n, np.bool_) if not array.null_count else np.asarray(array.is_valid(), dtype=np.bool_)
+    return offsets.astype(np.int64), valid
+
+
+def _bitmap(valid: np.ndarray) -> pa.Buffer | None:
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
 def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, values, valid per row) of a list of integers, read from its buffers (offsets index into
     the values of the whole child, as Arrow's do)."""
@@ -67,12 +80,10 @@ def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(lists)
     if pa.types.is_null(lists.type) or lists.null_count == n:  # NULL lists only
         return np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(n, np.bool_)
-    width = np.int64 if pa.types.is_large_list(lists.type) else np.int32
-    offsets = np.frombuffer(lists.buffers()[1], dtype=width)[lists.offset : lists.offset + n + 1]
+    offsets, valid = _offsets_and_valid(lists, pa.types.is_large_list(lists.type))
     child = lists.values if lists.values.type == pa.int64() else lists.values.cast(pa.int64())
     values = np.frombuffer(child.buffers()[1], dtype=np.int64)[child.offset : child.offset + len(child)]
-    valid = np.ones(n, np.bool_) if not lists.null_count else np.asarray(lists.is_valid(), dtype=np.bool_)
-    return offsets.astype(np.int64), values, valid
+    return offsets, values, valid
 
 
 def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
@@ -93,22 +104,15 @@ def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
         raise ValueError(f"lsh_bag_pack: row {bad}: a bag's terms and copies differ in length")
     byte_offsets = out_offsets * 8
     kind, dtype = (pa.binary(), np.int32) if out.nbytes < 2**31 else (pa.large_binary(), np.int64)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(
-        kind, len(valid), [bitmap, pa.py_buffer(byte_offsets.astype(dtype)), pa.py_buffer(out)]
-    )
+    buffers = [_bitmap(valid), pa.py_buffer(byte_offsets.astype(dtype)), pa.py_buffer(out)]
+    return pa.Array.from_buffers(kind, len(valid), buffers)
 
 
 def _blob_parts(blobs: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, values, valid per row) of a column of bag_pack's BLOBs, offsets in values (8 bytes each)."""
     if isinstance(blobs, pa.ChunkedArray):
         blobs = blobs.combine_chunks()
-    n = len(blobs)
-    width = np.int64 if pa.types.is_large_binary(blobs.type) else np.int32
-    offsets = np.frombuffer(blobs.buffers()[1], dtype=width)[blobs.offset : blobs.offset + n + 1].astype(
-        np.int64
-    )
-    valid = np.ones(n, np.bool_) if not blobs.null_count else np.asarray(blobs.is_valid(), dtype=np.bool_)
+    offsets, valid = _offsets_and_valid(blobs, pa.types.is_large_binary(blobs.type))
     data = blobs.buffers()[2]
     raw = (
         np.frombuffer(data, dtype=np.uint8)[: int(offsets[-1])] if data is not None else np.zeros(0, np.uint8)
@@ -130,5 +134,4 @@ def bag_overlap(u: pa.Array, v: pa.Array) -> pa.Array:
     valid = u_valid & v_valid
     out = np.zeros(len(valid), dtype=np.int64)
     _overlaps(u_off, u_values, v_off, v_values, out)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(pa.int64(), len(out), [bitmap, pa.py_buffer(out)])
+    return pa.Array.from_buffers(pa.int64(), len(out), [_bitmap(valid), pa.py_buffer(out)])
