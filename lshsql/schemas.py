@@ -61,6 +61,11 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             pa.string(),
             "why the link gives no fragment (javascript, mailto, ...); null if used",
         ),
+        (
+            "is_template",
+            pa.bool_(),
+            "the link is in a text block that repeats on many of its host's pages (navigation, footer)",
+        ),
     ],
     "fragments": [
         ("url", pa.string(), "the URL described: the link target, or the page itself for title/content"),
@@ -313,6 +318,18 @@ COLUMNS["duplicates"] = [
 ]
 
 RAW_EXTRA = ("record_id", pa.int64(), "input order of the page the row comes from")
+# Raw columns template detection reads (sources/templates.py), dropped from the final tables: the key of
+# the text block a link starts in, and for an anchor fragment the key of each term's block and the span of
+# its anchor's terms.
+RAW_ONLY = {
+    "links": [("block", pa.int64(), "")],
+    "fragments": [
+        ("block", pa.int64(), ""),
+        ("blocks", pa.list_(pa.int64()), ""),
+        ("anchor_from", pa.int32(), ""),
+        ("anchor_to", pa.int32(), ""),
+    ],
+}
 
 # The columns that name one row of a stage's table. A table a user brings for a stage to read is checked for
 # them (pipeline.check_user_table): a repeated url_id in signatures would repeat pairs without an error.
@@ -336,7 +353,9 @@ def schema(table: str) -> pa.Schema:
 
 def raw_schema(table: str) -> pa.Schema:
     """Schema of the intermediate rows extraction workers produce, before duplicates are resolved."""
-    columns = COLUMNS[table]
+    columns = [*COLUMNS[table], *RAW_ONLY.get(table, [])]
+    if table == "links":
+        columns = [c for c in columns if c[0] != "is_template"]  # known once every page is read
     if table not in ("pages", "surface_forms"):  # surface forms are counted per batch, not per page
         columns = [RAW_EXTRA, *columns]
     return pa.schema([(name, dtype) for name, dtype, _ in columns])

@@ -80,6 +80,25 @@ MaxLinks = Annotated[
         help="Extract at most this many <a href> of a page (default 10000); the summary counts the others.",
     ),
 ]
+Templates = Annotated[
+    str,
+    typer.Option(
+        help="Site templates (text blocks repeated on a share of a host's pages): 'cut' keeps their words "
+        "out of anchor windows and windows from crossing them, and keeps a template link only where it "
+        "always points to one URL (its anchor text); 'drop' drops every template link; 'keep' leaves the "
+        "paper's windows."
+    ),
+]
+TemplateShare = Annotated[
+    float, typer.Option(help="A text block on at least this share of its host's pages (and 3) is template.")
+]
+WindowBlocks = Annotated[
+    bool,
+    typer.Option(
+        "--window-blocks/--no-window-blocks",
+        help="Stop anchor windows at the edges of the link's block (list item, table cell, paragraph).",
+    ),
+]
 
 # --- stage options: one per Params field -------------------------------------------------------------
 GivenParams = dict[str, Any] | None  # the placeholder parameter `given` that param_options replaces

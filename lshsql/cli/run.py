@@ -31,8 +31,11 @@ from lshsql.cli.options import (
     Stem,
     Stopwords,
     StripTracking,
+    Templates,
+    TemplateShare,
     Threads,
     Window,
+    WindowBlocks,
     Work,
     engine_options,
     param_options,
@@ -136,6 +139,9 @@ def run(
     strip_tracking: StripTracking = None,
     max_page_mb: MaxPageMb = None,
     max_links_per_page: MaxLinks = None,
+    templates: Templates = None,
+    template_share: TemplateShare = None,
+    window_blocks: WindowBlocks = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
@@ -149,7 +155,8 @@ def run(
 
     Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
     last run in the work folder, the extraction options too (defaults: --window 8, --language en, --stem,
-    --stopwords, --buckets 16, --max-page-mb 32, --max-links 10000). With --threshold and no -k/-l the
+    --stopwords, --buckets 16, --max-page-mb 32, --max-links 10000, --templates cut,
+    --template-share 0.5). With --threshold and no -k/-l the
     planner chooses k and l.
 
     Example: lshsql run examples/crawl.warc.gz --work work --threshold 0.3
@@ -167,6 +174,9 @@ def run(
         strip_tracking=strip_tracking,
         max_page_mb=max_page_mb,
         max_links_per_page=max_links_per_page,
+        templates=templates,
+        template_share=template_share,
+        window_blocks=window_blocks,
     )
     spark = {"engine": engine, "spark_master": spark_master, "spark_conf": spark_conf}
     _run(None, crawl, work, bags, given, extract_given, threads, memory_limit, max_spill, force, quiet, spark)

@@ -2,16 +2,21 @@
 
 The page's text is laid out once in reading order (comments, script, style, noscript and template dropped;
 image alt text kept where the image stands) and tokenized once; every `<a href>` marks a span of that token
-stream, so its window is the W words before the span, the span itself and the W words after it. Pure: no
-I/O, no stopwords or stemming (the caller normalizes words into terms).
+stream, so its window is the W words before the span, the span itself and the W words after it. Block-level
+elements cut the stream into text blocks, each with a key (a hash of its words, seeded by the host): a block
+whose key repeats on many of a host's pages is template (sources/templates.py), and with `window_blocks` a
+window stays inside the blocks of its link. Pure: no I/O, no stopwords or stemming (the caller normalizes
+words into terms).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
 import lxml.html
+import xxhash
 from lxml import etree
 
 from lshsql import urls
@@ -49,10 +54,10 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
 MAX_ANCHOR_TEXT = 1000
 DEFAULT_URL_OPTIONS = urls.UrlOptions()
-# Link boundaries in the serialized text: private-use characters, removed from the input beforehand.
-LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"
-_MARKER_SET = frozenset((LINK_OPEN, LINK_CLOSE))
-_MARKERS = re.compile(f"([{LINK_OPEN}{LINK_CLOSE}])")
+# Link and block boundaries in the serialized text: private-use characters, removed from the input beforehand.
+LINK_OPEN, LINK_CLOSE, BLOCK = "\ue000", "\ue001", "\ue002"
+_MARKER_SET = frozenset((LINK_OPEN, LINK_CLOSE, BLOCK))
+_MARKERS = re.compile(f"([{LINK_OPEN}{LINK_CLOSE}{BLOCK}])")
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,8 @@ class Link:
     before: list[str]
     anchor: list[str]
     after: list[str]
+    blocks: list[int] = ()  # key of the text block of each word of before + anchor + after
+    block: int | None = None  # key of the text block the link starts in (None: a block with no words)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class Page:
     encoding: str
     canonical_url: str | None = None  # <link rel="canonical">, when valid and not the page's own URL
     links_over_cap: int = 0  # <a href> elements after the first max_links, not extracted
+    blocks: list[int] = ()  # the distinct keys of the page's text blocks that hold words, sorted
 
 
 def sniff_skip_reason(body: bytes) -> str | None:
@@ -115,19 +123,38 @@ def parse_page(
     url_options: urls.UrlOptions = DEFAULT_URL_OPTIONS,
     content: bool = False,
     max_links: int | None = None,
+    window_blocks: bool = False,
 ) -> Page:
     """Parse one page: title, every link with its window of `window` words each side, content words. With
     max_links, only the page's first max_links <a href> are links (their text stays in the windows), so
-    a page's cost stays bounded; the others are counted in Page.links_over_cap."""
+    a page's cost stays bounded; the others are counted in Page.links_over_cap. With window_blocks, a
+    window stops at the edges of the text blocks its link starts and ends in."""
     text, encoding = decode_html(body, content_type)
     root = _parse(text)
     base = _base_url(root, url)
     title = _title(root)
     canonical = _canonical_url(root, url, base, url_options)  # before _linearize drops the head
     parts, spans, over_cap = _linearize(root, max_links)
-    offsets, words = _tokenize(parts)
-    links = [_link(href, i, j, parts, offsets, words, window, base, url_options) for href, i, j in spans]
-    return Page(title, words_of(title), links, words if content else [], encoding, canonical, over_cap)
+    flow = _tokenize(parts, block_seed(url))
+    links = [_link(href, i, j, parts, flow, window, window_blocks, base, url_options) for href, i, j in spans]
+    blocks = sorted({key for key in flow.keys if key is not None})
+    words = flow.words if content else []
+    return Page(title, words_of(title), links, words, encoding, canonical, over_cap, blocks)
+
+
+def block_seed(url: str) -> int:
+    """The seed of a page's block keys: its host's, so equal text on two sites is two blocks."""
+    try:
+        host = urls.host_of(url)
+    except urls.UrlError:
+        host = ""
+    return xxhash.xxh64_intdigest(host.encode("utf-8"))
+
+
+def block_key(words: list[str], seed: int) -> int:
+    """A text block's key: xxh64 of its words, seeded by the host, as a signed 64-bit integer."""
+    key = xxhash.xxh64_intdigest(" ".join(words).encode("utf-8"), seed)
+    return key - 2**64 if key >= 2**63 else key
 
 
 def _parse(text: str) -> etree._Element:
@@ -136,8 +163,8 @@ def _parse(text: str) -> etree._Element:
     again with the other tags dropped, first all but FLAT_TAGS, then all but FLATTER_TAGS (nothing left
     nests), so every link after the deep part is read."""
     text = _XML_DECL.sub("", text, count=1)
-    if LINK_OPEN in text or LINK_CLOSE in text:
-        text = text.replace(LINK_OPEN, " ").replace(LINK_CLOSE, " ")
+    if LINK_OPEN in text or LINK_CLOSE in text or BLOCK in text:
+        text = text.replace(LINK_OPEN, " ").replace(LINK_CLOSE, " ").replace(BLOCK, " ")
     root, too_deep = _parse_html(text)
     for kept in (FLAT_TAGS, FLATTER_TAGS):
         if not too_deep:
@@ -207,8 +234,8 @@ def _linearize(
 ) -> tuple[list[str], list[tuple[str, int, int]], int]:
     """Lay out the visible text in reading order as parts between link markers; return the parts, for
     every link (the first max_links), its href and the span of parts it covers, and the number of links
-    over max_links (read as text only). lxml walks and serializes in C: links are marked with private-use
-    characters, blocks padded with spaces, then the tree is read as text."""
+    over max_links (read as text only). lxml walks and serializes in C: links and the edges of block-level
+    elements are marked with private-use characters, then the tree is read as text."""
     etree.strip_elements(root, *DROPPED_TAGS, with_tail=False)
     hrefs: list[str] = []
     over_cap = 0
@@ -228,8 +255,8 @@ def _linearize(
             if alt:
                 el.tail = f" {alt} {el.tail or ''}"
         elif tag not in INLINE_TAGS:
-            el.text = f" {el.text or ''}"
-            el.tail = f" {el.tail or ''}"
+            el.text = f"{BLOCK} {el.text or ''}"
+            el.tail = f"{BLOCK} {el.tail or ''}"
     flow = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
     parts = _MARKERS.split(flow)
     spans: list[tuple[str, int, int]] = []
@@ -253,17 +280,35 @@ def _mark_link(el: etree._Element) -> None:
         el.text = f"{el.text}{LINK_CLOSE}"
 
 
-def _tokenize(parts: list[str]) -> tuple[list[int], list[str]]:
-    """Words of every part; `offsets[i]` is the index of the first word of part i (one extra at the end)."""
+@dataclass(frozen=True)
+class _Flow:
+    """The page's words in reading order, cut into text blocks at the BLOCK markers."""
+
+    words: list[str]
+    offsets: list[int]  # offsets[i]: index of the first word of part i (one extra at the end)
+    part_blocks: list[int]  # the block of each part
+    starts: list[int]  # starts[b]: index of the first word of block b (one extra at the end)
+    keys: list[int | None]  # key of each block; None for a block with no words
+
+
+def _tokenize(parts: list[str], seed: int) -> _Flow:
+    """Words of every part, the block each part is in, and each block's first word and key."""
     offsets: list[int] = []
+    part_blocks: list[int] = []
+    starts = [0]
     words: list[str] = []
     findall = WORD_RE.findall
     for part in parts:
         offsets.append(len(words))
-        if len(part) > 1 or part not in _MARKER_SET:
+        if part == BLOCK:
+            starts.append(len(words))
+        elif len(part) > 1 or part not in _MARKER_SET:
             words.extend(findall(part.lower()))
+        part_blocks.append(len(starts) - 1)
     offsets.append(len(words))
-    return offsets, words
+    starts.append(len(words))
+    keys = [block_key(words[a:b], seed) if b > a else None for a, b in zip(starts, starts[1:], strict=False)]
+    return _Flow(words, offsets, part_blocks, starts, keys)
 
 
 def _link(
@@ -271,13 +316,18 @@ def _link(
     first_part: int,
     close_part: int,
     parts: list[str],
-    offsets: list[int],
-    words: list[str],
+    flow: _Flow,
     window: int,
+    window_blocks: bool,
     base: str,
     url_options: urls.UrlOptions,
 ) -> Link:
-    first, stop = offsets[first_part], offsets[close_part]
+    first, stop = flow.offsets[first_part], flow.offsets[close_part]
+    low, high = max(0, first - window), stop + window
+    open_block, close_block = flow.part_blocks[first_part], flow.part_blocks[close_part]
+    if window_blocks:
+        low, high = max(low, flow.starts[open_block]), min(high, flow.starts[close_block + 1])
+    high = min(high, len(flow.words))
     anchor_text = _SPACES.sub(
         " ", "".join(p for p in parts[first_part + 1 : close_part] if p not in _MARKER_SET)
     )
@@ -287,10 +337,24 @@ def _link(
         target_url=target,
         skip_reason=reason,
         anchor_text=anchor_text.strip()[:MAX_ANCHOR_TEXT],
-        before=words[max(0, first - window) : first],
-        anchor=words[first:stop],
-        after=words[stop : stop + window],
+        before=flow.words[low:first],
+        anchor=flow.words[first:stop],
+        after=flow.words[stop:high],
+        blocks=_word_keys(flow, low, high),
+        block=flow.keys[open_block],
     )
+
+
+def _word_keys(flow: _Flow, low: int, high: int) -> list[int]:
+    """The key of the block of each word low..high-1."""
+    keys: list[int] = []
+    block = bisect.bisect_right(flow.starts, low) - 1
+    while len(keys) < high - low:
+        while flow.starts[block + 1] <= low + len(keys):
+            block += 1
+        n = min(flow.starts[block + 1], high) - (low + len(keys))
+        keys.extend([flow.keys[block]] * n)
+    return keys
 
 
 def _target(href: str, base: str, url_options: urls.UrlOptions) -> tuple[str | None, str | None]:

@@ -126,7 +126,12 @@ class Rows:
         position: int,
         terms: list[str],
         buckets: int,
+        blocks: list[int] | None = None,
+        block: int | None = None,
+        anchor_terms: tuple[int, int] | None = None,
     ) -> None:
+        """A fragment row; an anchor's carries the key of its link's block, of each term's block and the
+        span of its anchor's terms, for template detection."""
         self.add(
             record_id=record_id,
             url=url,
@@ -135,6 +140,10 @@ class Rows:
             source_url=source_url,
             position=position,
             terms=terms,
+            block=block,
+            blocks=blocks,
+            anchor_from=anchor_terms[0] if anchor_terms else None,
+            anchor_to=anchor_terms[1] if anchor_terms else None,
         )
 
     def batch(self) -> pa.RecordBatch:

@@ -28,8 +28,16 @@ from lshsql.errors import InputError, ParamError
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.jsonl import first_object
-from lshsql.sources.parse import OVER_CAP_SCHEMA, OVER_CAP_TABLE, parse_batch, skipped_rows
+from lshsql.sources.parse import (
+    OVER_CAP_SCHEMA,
+    OVER_CAP_TABLE,
+    PAGE_BLOCKS_SCHEMA,
+    PAGE_BLOCKS_TABLE,
+    parse_batch,
+    skipped_rows,
+)
 from lshsql.sources.readers import Source, iter_records, resolve_sources
+from lshsql.sources.templates import MODES as TEMPLATE_MODES
 from lshsql.sources.text import LANGUAGES, TextOptions
 from lshsql.sources.workers import Progress, write_raw_tables
 
@@ -51,6 +59,9 @@ class ExtractParams:
     max_links_per_page: int = 10_000  # a page's <a href> after these are counted, not extracted
     base_url: str | None = None
     batch_records: int = 128
+    templates: str = "cut"  # site template blocks out of anchor windows (templates.py MODES)
+    template_share: float = 0.5  # a block on this share of its host's pages is template
+    window_blocks: bool = False  # windows stop at the edges of their link's text blocks
 
     def __post_init__(self) -> None:
         checks = [
@@ -66,6 +77,14 @@ class ExtractParams:
                 f"max links per page must be positive, got {self.max_links_per_page}",
             ),
             (self.batch_records > 0, "batch size must be positive"),
+            (
+                self.templates in TEMPLATE_MODES,
+                f"unknown templates mode '{self.templates}' (choose {', '.join(TEMPLATE_MODES)})",
+            ),
+            (
+                0 < self.template_share <= 1,
+                f"template share must be in (0, 1], got {self.template_share}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -107,6 +126,7 @@ class ExtractSummary:
     links_collapsed: int = 0  # links whose target is an alias
     links_over_cap: int = 0  # <a href> of used pages past --max-links, not extracted
     pages_over_cap: int = 0  # used pages that had them
+    links_template: int = 0  # followable links in a template block of their site
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)
 
@@ -126,6 +146,9 @@ class ExtractSummary:
             f"{sum(self.links_skipped.values())} not followable)",
             *(f"  link skipped {reason}: {n}" for reason, n in sorted(self.links_skipped.items())),
             *([over_cap] if self.links_over_cap else []),
+            f"  template links: {self.links_template} (in blocks repeated on a site's pages), "
+            f"{self.links_internal + self.links_external - self.fragments.get('anchor', 0)} of them "
+            "without a fragment",
             "fragments:       " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.fragments.items())),
             f"URLs described:  {self.urls_described}",
             f"URL aliases:     {sum(self.aliases.values())} ("
@@ -189,7 +212,7 @@ def _extract(
                 n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
-            finalize(stage_engine, raw_dir, staged, params.buckets)
+            finalize(stage_engine, raw_dir, staged, params.buckets, params.templates, params.template_share)
         with db.connect(resources) as con:
             counts = count_rows(con, staged)
             over_cap = _links_over_cap(con, raw_dir, staged)
@@ -242,7 +265,11 @@ def _write_raw(
         partial(parse_batch, params=params),
         partial(skipped_rows, url_options=params.url_options()),
         lambda record: len(record.body),
-        {**{t: schemas.raw_schema(t) for t in RAW_TABLES}, OVER_CAP_TABLE: OVER_CAP_SCHEMA},
+        {
+            **{t: schemas.raw_schema(t) for t in RAW_TABLES},
+            OVER_CAP_TABLE: OVER_CAP_SCHEMA,
+            PAGE_BLOCKS_TABLE: PAGE_BLOCKS_SCHEMA,
+        },
         raw_dir,
         workers,
         progress,

@@ -12,14 +12,25 @@ from lshsql import schemas, sqlfiles, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import Engine
 from lshsql.errors import InputError
+from lshsql.sources import templates as site_templates
 from lshsql.sources.batches import RAW_TABLES
 
 
-def finalize(engine: Engine, raw_dir: Path, work: Path, buckets: int) -> None:
-    """Resolve duplicate captures and write the ordered final tables (on either engine)."""
+def finalize(
+    engine: Engine,
+    raw_dir: Path,
+    work: Path,
+    buckets: int,
+    templates: str = "keep",
+    template_share: float = 0.5,
+) -> None:
+    """Resolve duplicate captures, find the sites' template blocks and cut them out of the anchor windows
+    (templates.py; `templates` is its mode), and write the ordered final tables (on either engine)."""
     engine.register({f"{t}_raw": sorted(str(p) for p in raw_dir.glob(f"**/{t}.parquet")) for t in RAW_TABLES})
     engine.materialize(sqlfiles.load("01_pages.sql"), {}, work / "pages.parquet")
     engine.register({"pages": str(work / "pages.parquet")})
+    template_blocks = site_templates.detect(engine, raw_dir, template_share)
+    engine.register({"fragments_raw": site_templates.trim_fragments(raw_dir, template_blocks, templates)})
     engine.materialize(sqlfiles.load("02_links.sql"), {}, work / "links.parquet")
     shutil.rmtree(work / "fragments", ignore_errors=True)
     engine.materialize_partitioned(
@@ -40,7 +51,8 @@ def count_rows(con, work: Path) -> dict:
         {"p": str(work / "pages.parquet")},
     ).fetchall()
     links = con.execute(
-        "select skip_reason, is_internal, count(*) from read_parquet($p) group by all",
+        "select skip_reason, is_internal, count(*), count(*) filter (where is_template) "
+        "from read_parquet($p) group by all",
         {"p": str(work / "links.parquet")},
     ).fetchall()
     fragment_files = workdir.fragment_files(work)
@@ -54,7 +66,7 @@ def count_rows(con, work: Path) -> dict:
     ).fetchall()
     skipped = {reason: n for reason, n, _ in pages if reason}
     used = [(n, size) for reason, n, size in pages if not reason]
-    link_counts = Counter({(reason, internal): n for reason, internal, n in links})
+    link_counts = Counter({(reason, internal): n for reason, internal, n, _ in links})
     return dict(
         records_read=sum(n for _, n, _ in pages),
         pages_used=sum(n for n, _ in used),
@@ -64,6 +76,7 @@ def count_rows(con, work: Path) -> dict:
         links_internal=link_counts[(None, True)],
         links_external=link_counts[(None, False)],
         links_skipped={reason: n for (reason, _), n in link_counts.items() if reason},
+        links_template=sum(n for reason, _, _, n in links if not reason),
         fragments=dict(fragments),
         urls_described=n_urls,
         aliases={kind: n for kind, n, _ in aliases},

@@ -4,13 +4,12 @@ page row with its reason."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from lshsql import urls
-from lshsql.sources.anchors import parse_page, sniff_skip_reason
+from lshsql.sources.anchors import block_seed, parse_page, sniff_skip_reason
 from lshsql.sources.batches import Rows, surface_batch
 from lshsql.sources.records import Record
 from lshsql.sources.text import SurfaceForms
@@ -22,6 +21,10 @@ if TYPE_CHECKING:
 # are removed, for the summary and the manifest; no final table).
 OVER_CAP_TABLE = "links_over_cap"
 OVER_CAP_SCHEMA = pa.schema([("record_id", pa.int64()), ("links_over_cap", pa.int64())])
+# Per page, the distinct keys of its text blocks with the key of its host (anchors.block_seed): what
+# template detection counts (sources/templates.py; no final table).
+PAGE_BLOCKS_TABLE = "page_blocks"
+PAGE_BLOCKS_SCHEMA = pa.schema([("record_id", pa.int64()), ("host_key", pa.int64()), ("block", pa.int64())])
 
 
 def skipped_rows(items: list[tuple[int, Record]], url_options: urls.UrlOptions) -> tuple[pa.RecordBatch, ...]:
@@ -33,17 +36,19 @@ def skipped_rows(items: list[tuple[int, Record]], url_options: urls.UrlOptions) 
         redirect = _redirect_url(record, url_options)
         pages.add_page(record_id, record, url, record.skip_reason, redirect_url=redirect)
     no_links = (Rows("links").batch(), Rows("fragments").batch(), surface_batch(None))
-    return pages.batch(), *no_links, pa.RecordBatch.from_pylist([], schema=OVER_CAP_SCHEMA)
+    no_blocks = pa.RecordBatch.from_pylist([], schema=PAGE_BLOCKS_SCHEMA)
+    return pages.batch(), *no_links, pa.RecordBatch.from_pylist([], schema=OVER_CAP_SCHEMA), no_blocks
 
 
 def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple[pa.RecordBatch, ...]:
     """Parse a batch of pages (runs in a worker process); returns raw pages, links, fragments, the
-    batch's surface forms (how often each word was normalized into each term) and the pages' links over
-    params.max_links_per_page."""
+    batch's surface forms (how often each word was normalized into each term), the pages' links over
+    params.max_links_per_page and their text blocks."""
     normalize = SurfaceForms(params.text_options())
     url_options = params.url_options()
     pages, links, fragments = Rows("pages"), Rows("links"), Rows("fragments")
     over_cap: dict[str, list[int]] = {"record_id": [], "links_over_cap": []}
+    page_blocks: dict[str, list[int]] = {"record_id": [], "host_key": [], "block": []}
     for record_id, record in items:
         try:
             url = urls.canonicalize(record.url.strip("<> "), url_options)
@@ -63,11 +68,17 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
                 url_options,
                 params.content,
                 params.max_links_per_page,
+                params.window_blocks,
             )
         except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
             pages.add_page(record_id, record, url, "parse_error")
             continue
         n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
+        if page.blocks:
+            host_key = _signed(block_seed(url))
+            page_blocks["record_id"].extend([record_id] * len(page.blocks))
+            page_blocks["host_key"].extend([host_key] * len(page.blocks))
+            page_blocks["block"].extend(page.blocks)
         if page.links_over_cap:
             over_cap["record_id"].append(record_id)
             over_cap["links_over_cap"].append(page.links_over_cap)
@@ -78,7 +89,19 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
         if params.content:
             fragments.add_fragment(record_id, url, "content", url, 0, normalize(page.words), params.buckets)
     over_cap_batch = pa.RecordBatch.from_pydict(over_cap, schema=OVER_CAP_SCHEMA)
-    return pages.batch(), links.batch(), fragments.batch(), surface_batch(normalize), over_cap_batch
+    blocks_batch = pa.RecordBatch.from_pydict(page_blocks, schema=PAGE_BLOCKS_SCHEMA)
+    return (
+        pages.batch(),
+        links.batch(),
+        fragments.batch(),
+        surface_batch(normalize),
+        over_cap_batch,
+        blocks_batch,
+    )
+
+
+def _signed(value: int) -> int:
+    return value - 2**64 if value >= 2**63 else value
 
 
 def _add_links(
@@ -87,7 +110,7 @@ def _add_links(
     record_id: int,
     url: str,
     page_links: list,
-    normalize: Callable[[list[str]], list[str]],
+    normalize: SurfaceForms,
     buckets: int,
 ) -> int:
     n_out = 0
@@ -96,8 +119,23 @@ def _add_links(
         if link.target_url:
             n_out += 1
             internal = urls.is_internal(url, link.target_url)
-            terms = normalize(link.before + link.anchor + link.after)
-            fragments.add_fragment(record_id, link.target_url, "anchor", url, position, terms, buckets)
+            words = link.before + link.anchor + link.after
+            first = len(link.before)
+            terms, blocks, anchor_from, anchor_to = normalize.window(
+                words, link.blocks, first, first + len(link.anchor)
+            )
+            fragments.add_fragment(
+                record_id,
+                link.target_url,
+                "anchor",
+                url,
+                position,
+                terms,
+                buckets,
+                blocks=blocks,
+                block=link.block,
+                anchor_terms=(anchor_from, anchor_to),
+            )
         links.add(
             record_id=record_id,
             source_url=url,
@@ -107,6 +145,7 @@ def _add_links(
             is_internal=internal,
             anchor_text=link.anchor_text,
             skip_reason=link.skip_reason,
+            block=link.block,
         )
     return n_out
 

@@ -252,6 +252,18 @@ class SurfaceForms:
         self._words.update(word_list)
         return list(filter(None, self._aligned(word_list)))
 
+    def window(
+        self, word_list: list[str], keys: list[int], first: int, stop: int
+    ) -> tuple[list[str], list[int], int, int]:
+        """Terms of word_list, in order, counting its words; the key (keys[i] belongs to word i) of the word
+        each term was made from; and the span of terms made from words first..stop-1 (the anchor)."""
+        self._words.update(word_list)
+        found = self._aligned(word_list)
+        kept = [(term, key) for term, key in zip(found, keys, strict=True) if term]
+        anchor_from = len(list(filter(None, found[:first])))
+        anchor_to = anchor_from + len(list(filter(None, found[first:stop])))
+        return [term for term, _ in kept], [key for _, key in kept], anchor_from, anchor_to
+
     def shingles(self, word_list: list[str], w: int) -> list[str]:
         """The w-word shingles of the terms of word_list (see shingles()), counting each with the shingle of
         the surface words it was made from."""

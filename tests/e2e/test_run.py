@@ -167,7 +167,9 @@ def test_catalogue_views_work_without_the_udf(example_run):
                 "clusters",
             )
         }
-    assert counts["pages"] == 121 and counts["clusters"] == counts["urls"] > 0
+        with_bags = con.execute("select count(distinct url_id) from bags").fetchall()[0][0]
+    # a URL whose fragments are all empty once template words are cut has no bag, and no cluster
+    assert counts["pages"] == 121 and counts["clusters"] == with_bags > 0.99 * counts["urls"]
     assert counts["buckets"] > counts["candidates"] > 0  # here mostly buckets of two: one pair, two rows
 
 
@@ -202,7 +204,7 @@ def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path, cli):
     assert len(clusters.splitlines()) == 5
     related = cli(
         "related",
-        "https://docs.python.example/3.11/library/index.html",
+        "https://docs.python.example/3.11/library/site.html",
         "--work",
         str(work),
         "--format",

@@ -31,6 +31,7 @@ from lshsql.lsh import family  # noqa: E402
 from lshsql.lsh.scurve import resolve  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 from lshsql.pipeline import template_context  # noqa: E402
+from lshsql.sources.parse import PAGE_BLOCKS_SCHEMA  # noqa: E402
 from tests.conftest import write_table  # noqa: E402
 
 # Spark 4.1 brought WITH RECURSIVE (sql/04_url_aliases.sql) and Arrow UDFs (pyarrow arrays in and out).
@@ -505,7 +506,7 @@ FILES = sorted(p.name for p in sqlfiles.sql_dir().glob("*.sql"))
 PARAMETER_VALUES = {
     "unit": "url", "min_df": 1, "max_df": 1.0, "weighting": "tfidf", "scale": 100.0, "max_bucket": 100,
     "min_agree": 2, "num_perm": 4, "threshold": 0.5, "n_terms": 3, "min_size": 2, "level": 2, "min_shared": 1,
-    "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0,
+    "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0, "share": 0.5, "min_pages": 3,
 }  # fmt: skip
 DUCKDB_ONLY = {
     "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",
@@ -521,6 +522,8 @@ def input_schema(relation: str, file: str) -> pa.Schema:
         "pages_raw": lambda: schemas.raw_schema("pages"),
         "links_raw": lambda: schemas.raw_schema("links"),
         "fragments_raw": lambda: schemas.raw_schema("fragments"),
+        "page_blocks_raw": lambda: PAGE_BLOCKS_SCHEMA,
+        "template_blocks": lambda: bigints("block", "pages"),
         "surface_forms_raw": lambda: pa.schema(
             [("term", pa.string()), ("word", pa.string()), ("n", pa.int64())]
         ),
