@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup bench-spark bench-spark-kill clean
+.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup bench-chapters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -58,7 +58,7 @@ $(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
 	@touch $@
 
-bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup  ## All benchmarks -> bench/RESULTS.md (about 5 h on 2 cores)
+bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup bench-chapters  ## All benchmarks -> bench/RESULTS.md (about 5 h on 2 cores)
 
 bench-extract: install  ## Extraction pages/s and MB/s on the largest shared crawl, 5 runs
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
@@ -89,6 +89,19 @@ $(DEDUP_VENV)/bin/python: bench/dedup-requirements.txt
 bench-dedup: install $(DEDUP_VENV)/bin/python  ## lshsql dedup vs datatrove and text-dedup on 1 GB of generated text, T 0.7: time, MB/s, RSS, recall, precision
 	$(BIN)/python bench/dedup_compare.py --mb 1000 --thresholds 0.7 --runs 3 --runs-for datatrove=1 --runs-for text-dedup=1 \
 		--peer-python $(DEDUP_VENV)/bin/python --lshsql-args "--memory-limit 4GB --threads 2" --md bench/RESULTS.md
+
+CHAPTERS_VENV := .chapters-venv
+
+$(CHAPTERS_VENV)/bin/python: bench/chapters-requirements.txt
+	$(PYTHON) -m venv $(CHAPTERS_VENV)
+	$(CHAPTERS_VENV)/bin/pip install --quiet -r bench/chapters-requirements.txt
+	@touch $@
+
+# Variants are named `lshsql run` arguments: keep (the paper's windows) and blocks (windows stopped at block
+# boundaries) need the extraction options --templates and --window-blocks; a variant that fails is reported.
+bench-chapters: install $(CHAPTERS_VENV)/bin/python  ## Chapter labels of the PostgreSQL and Python manuals: neighbours, 5-NN chapter precision, clusters vs TF-IDF cosine
+	$(BIN)/python bench/chapters.py --variant default= --variant "keep=--templates keep" --variant "blocks=--window-blocks" \
+		--baseline-python $(CHAPTERS_VENV)/bin/python --out bench/RESULTS.md
 
 bench-spark: $(VENV)/.test-all  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM
 	$(BIN)/python bench/spark_engine.py --docs 10000 --runs 3 --out bench/RESULTS.md

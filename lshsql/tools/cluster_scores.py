@@ -1,5 +1,6 @@
-"""Scores of a clustering against labels: purity, inverse purity, pairwise precision, recall, F and accuracy,
-and the adjusted Rand index, from (cluster, label, count) rows; pure functions (`lshsql eval --labels`)."""
+"""Scores of a clustering against labels: purity, inverse purity, class-based F, pairwise precision, recall,
+F and accuracy, and the adjusted Rand index, from (cluster, label, count) rows; pure functions (`lshsql eval
+--labels`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
     A label may be a tuple of labels, for URLs with several (a Reuters story with topics earn and acq): a
     pair then counts as same-label when the two share one, the pairwise reading used for Reuters clustering
     (Korelin & Blekanov). Purity counts a cluster's most shared label, inverse purity a label's best cluster
-    over all (URL, label) memberships; ARI, defined for partitions only, is None when any URL has several."""
+    over all (URL, label) memberships; ARI, defined for partitions only, is None when any URL has several.
+    class_f is Larsen and Aone's F-measure (see class_f), which papers quote beside or instead of pairwise
+    F."""
     rows = [(c, lab if isinstance(lab, tuple) else (lab,), n) for c, lab, n in contingency]
     if any(len(labels) != 1 for _, labels, _ in rows):
         return _multi_label_metrics([(c, frozenset(labels), n) for c, labels, n in rows])
@@ -21,7 +24,9 @@ def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
     best_in_cluster: dict[object, int] = {}
     best_in_label: dict[object, int] = {}
     together = 0  # pairs of URLs with the same cluster and the same label
+    cells: dict[tuple[object, object], int] = {}
     for cluster, (label,), n in rows:
+        cells[(cluster, label)] = cells.get((cluster, label), 0) + n
         by_cluster[cluster] = by_cluster.get(cluster, 0) + n
         by_label[label] = by_label.get(label, 0) + n
         best_in_cluster[cluster] = max(best_in_cluster.get(cluster, 0), n)
@@ -37,6 +42,7 @@ def cluster_metrics(contingency: list[tuple[object, object, int]]) -> dict:
         "multi_label": False,
         "purity": ratio(sum(best_in_cluster.values()), total),
         "inverse_purity": ratio(sum(best_in_label.values()), total),
+        "class_f": class_f(cells, by_cluster),
         **_pairwise(together, same_cluster, same_label, comb(total, 2)),
         "ari": adjusted_rand_index(together, same_cluster, same_label, comb(total, 2)),
     }
@@ -86,9 +92,26 @@ def _multi_label_metrics(rows: list[tuple[object, frozenset, int]]) -> dict:
         "multi_label": True,
         "purity": ratio(sum(best_in_cluster.values()), total),
         "inverse_purity": ratio(sum(best_in_label.values()), sum(label_sizes.values())),
+        "class_f": class_f(in_cluster_label, {c: sum(counts.values()) for c, counts in per_cluster.items()}),
         **_pairwise(together, same_cluster, _pairs_sharing_a_label(overall), comb(total, 2)),
         "ari": None,
     }
+
+
+def class_f(cells: dict[tuple[object, object], int], cluster_sizes: dict[object, int]) -> float | None:
+    """Larsen and Aone (1999)'s class-based F-measure: each label's best F over the clusters, weighted by the
+    label's size, sum_i (n_i / n) max_j F(i, j) with F(i, j) = 2PR / (P + R), P = n_ij / n_j, R = n_ij / n_i,
+    which is 2 n_ij / (n_i + n_j). cells: URLs of a cluster having a label, {(cluster, label): n_ij};
+    cluster_sizes: URLs of each cluster, n_j. With several labels per URL, n is the sum of the label sizes."""
+    best: dict[object, float] = {}
+    label_sizes: dict[object, int] = {}
+    for (_, label), n in cells.items():
+        label_sizes[label] = label_sizes.get(label, 0) + n
+    for (cluster, label), n in cells.items():
+        f = 2 * n / (label_sizes[label] + cluster_sizes[cluster])
+        best[label] = max(best.get(label, 0.0), f)
+    total = sum(label_sizes.values())
+    return ratio(sum(label_sizes[label] * f for label, f in best.items()), total)
 
 
 def _pairs_sharing_a_label(counts: dict[frozenset, int]) -> int:

@@ -145,7 +145,7 @@ def quality_lines(quality: dict) -> list[str]:
     return [
         f"clusters ({quality['urls']:,} labelled URLs, {quality['clusters']:,} clusters, "
         f"{quality['labels']:,} {kind}): purity {_fmt(quality['purity'])}, "
-        f"inverse purity {_fmt(quality['inverse_purity'])}",
+        f"inverse purity {_fmt(quality['inverse_purity'])}, class F {_fmt(quality['class_f'])}",
         f"  pairwise precision {_fmt(quality['pairwise_precision'])}, "
         f"recall {_fmt(quality['pairwise_recall'])}, F {_fmt(quality['pairwise_f'])}, "
         f"accuracy {_fmt(quality['pairwise_accuracy'])}, ARI {_fmt(quality['ari'])}",

@@ -428,6 +428,8 @@ def test_cluster_metrics_hand_worked():
     assert m["pairwise_precision"] == 0.5 and m["pairwise_recall"] == 0.5 and m["pairwise_f"] == 0.5
     # ARI: expected = 4 * 4 / C(6,2) = 16/15; (2 - 16/15) / ((4 + 4)/2 - 16/15) = (14/15) / (44/15) = 7/22
     assert m["ari"] == pytest.approx(7 / 22)
+    # class F, each label's best 2 n_ij / (n_i + n_j): x 2*2/(2+3) in A, y 2*2/(3+2) in B, z 2*1/(1+1) in C
+    assert m["class_f"] == pytest.approx((2 * 0.8 + 3 * 0.8 + 1 * 1.0) / 6)
 
 
 def test_cluster_metrics_multi_label_hand_worked():
@@ -444,6 +446,21 @@ def test_cluster_metrics_multi_label_hand_worked():
     assert m["purity"] == pytest.approx(3 / 5)
     # inverse purity over (URL, label) memberships x:2 (both in A), y:3 (2 in A), z:1 -> (2 + 2 + 1) / 6
     assert m["inverse_purity"] == pytest.approx(5 / 6)
+    # class F over memberships (n = 6): x 2*2/(2+3) in A, y 2*2/(3+3) in A, z 2*1/(1+2) in B
+    assert m["class_f"] == pytest.approx((2 * 0.8 + 3 * 2 / 3 + 1 * 2 / 3) / 6)
+
+
+def test_class_f_and_purity_extremes():
+    perfect = cluster_metrics([("A", "x", 3), ("B", "y", 2)])
+    assert perfect["class_f"] == 1.0 and perfect["purity"] == 1.0
+    # one cluster of everything: purity is the largest label's share; class F 2*3/(3+5), 2*2/(2+5)
+    merged = cluster_metrics([("A", "x", 3), ("A", "y", 2)])
+    assert merged["purity"] == pytest.approx(3 / 5)
+    assert merged["class_f"] == pytest.approx((3 * 6 / 8 + 2 * 4 / 7) / 5)
+    # all singletons: purity 1 but class F low, what purity alone hides: x 2*1/(3+1), y 2*1/(2+1)
+    split = cluster_metrics([(i, "x", 1) for i in range(3)] + [(i, "y", 1) for i in range(3, 5)])
+    assert split["purity"] == 1.0
+    assert split["class_f"] == pytest.approx((3 * 0.5 + 2 * 2 / 3) / 5)
 
 
 @settings(deadline=None)
