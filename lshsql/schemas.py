@@ -169,6 +169,20 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("center_id", pa.int64(), "url_id of the center; the cluster's identifier"),
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
+        (
+            "min_pair_similarity",
+            pa.float64(),
+            "similarity of the cluster's least similar pair in pairs (ties: smallest u_id, v_id); "
+            "null for a singleton",
+        ),
+        ("min_pair_u", pa.string(), "u of that pair (pairs.u); null for a singleton"),
+        ("min_pair_v", pa.string(), "v of that pair (pairs.v); null for a singleton"),
+        (
+            "pair_share",
+            pa.float64(),
+            "share of the size * (size - 1) / 2 member pairs that are in pairs: 1.0 for a clique, "
+            "2 / size for a chain or star; null for a singleton",
+        ),
     ],
     "merges": [
         (
@@ -241,9 +255,13 @@ COLUMNS["url_aliases"] = [
 ]
 
 # A cut of the cluster tree at a threshold is a flat clustering with the clusters table's columns.
+# The clusters table's chaining diagnostics (sql/62_clusters.sql). A cut has none: the cluster tree keeps
+# only the pairs that merged two clusters, not every pair within one.
+CHAINING_COLUMNS = ("min_pair_similarity", "min_pair_u", "min_pair_v", "pair_share")
 COLUMNS["cut"] = [
     (name, dtype, f"{doc} (a cut of the cluster tree at a threshold)" if name == "url" else doc)
     for name, dtype, doc in COLUMNS["clusters"]
+    if name not in CHAINING_COLUMNS
 ]
 
 # Written by extract and ingest (sql/05_surface_forms.sql): the readable words behind the stems.

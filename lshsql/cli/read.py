@@ -36,21 +36,28 @@ def clusters(
     limit: Annotated[int, typer.Option(help="How many clusters, largest first.")] = 10,
     members: Annotated[int, typer.Option(help="Members shown per cluster.")] = 5,
     terms: Annotated[int, typer.Option(help="Top terms shown per cluster, as readable words (<= 10).")] = 8,
+    sort: Annotated[
+        str,
+        typer.Option(
+            help="size (largest first), or pair_share or min_pair_similarity (lowest first: chains first)."
+        ),
+    ] = "size",
     format: OutputFormat = "table",
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
 ) -> None:
     """The largest clusters with their first members and top terms (cluster_labels: the heaviest terms by
-    summed TF-IDF, each shown as the word most often written for it).
+    summed TF-IDF, each shown as the word most often written for it), and how chained each is: pair_share,
+    the share of its member pairs that are pairs (1.0: every member is similar to every other), and
+    min_pair_similarity, its least similar pair's.
 
-    Example: lshsql clusters --work work --limit 5
+    Example: lshsql clusters --work work --limit 5 --sort pair_share
     """
     from lshsql.tools.explore import top_clusters
 
-    print_table(
-        top_clusters(work, limit, members, terms, resources(work, threads, memory_limit, max_spill)), format
-    )
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    print_table(top_clusters(work, limit, members, terms, resources_, sort), format)
 
 
 def query(
@@ -130,7 +137,8 @@ def show(
     max_spill: MaxSpill = None,
 ) -> None:
     """A cluster's members with their titles, in-degrees and the crawl file and offset each page was read
-    from; with --html URL, that member's page as stored in the crawl (printed as is).
+    from, after its pair_share and least similar pair (see clusters); with --html URL, that member's page
+    as stored in the crawl (printed as is).
 
     Example: lshsql show https://docs.python.example/3.11/index.html --work work
     """
@@ -147,4 +155,7 @@ def show(
         print_table(table, format)
         return
     typer.echo(printable(shown.heading(table, work, cut, resources_)))
+    chained = shown.chaining(table, work, cut, resources_)
+    if chained:
+        typer.echo(printable(chained))
     print_table(table.drop_columns(["center_id", "size"]), format)

@@ -354,7 +354,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     round_file = "60_center_round.sql" if params.clustering == "center" else "61_component_round.sql"
     compiled = Compiled(
         stage.sql,
-        views=input_views(work, ("urls", "bags")),
+        views=input_views(work, ("urls", "bags", "pairs")),
         notes=(
             f"assignments(node, center) is the result of {rounds} rounds of sql/{round_file} over the pairs, "
             "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",

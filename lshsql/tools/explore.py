@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from lshsql import manifest, schemas, urls
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError, one_line
+from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import STAGE_NAMES, labels, output_path, register_outputs
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
@@ -173,20 +173,47 @@ def find_url(con: duckdb.DuckDBPyConnection, url: str, relation: str = "urls") -
     return rows[0][0] if rows else None
 
 
+CLUSTER_SORTS = ("size", "pair_share", "min_pair_similarity")
+
+
 def top_clusters(
-    work: str | Path, limit: int = 10, members: int = 5, terms: int = 8, resources: db.Resources | None = None
+    work: str | Path,
+    limit: int = 10,
+    members: int = 5,
+    terms: int = 8,
+    resources: db.Resources | None = None,
+    sort: str = "size",
 ) -> pa.Table:
-    """The largest clusters: size, center, top_terms (the readable words of their labels, the terms that
-    weigh most in them, see cluster_labels; none for a URL without a pair) and members (the first ones, in
-    URL order, separated by spaces)."""
+    """The largest clusters: size, pair_share and min_pair_similarity (the chaining diagnostics, rounded to 3
+    decimals), center, top_terms (the readable words of their labels, the terms that weigh most in them, see
+    cluster_labels; none for a URL without a pair) and members (the first ones, in URL order, separated by
+    spaces). sort "pair_share" or "min_pair_similarity" puts the lowest first (chains; singletons last),
+    ties largest first; a clusters table made before these columns shows them empty."""
+    if sort not in CLUSTER_SORTS:
+        raise ParamError(f"sort must be {', '.join(CLUSTER_SORTS[:-1])} or {CLUSTER_SORTS[-1]}, got {sort!r}")
     work = Path(work)
     require_outputs(work, "clusters", "bags")
     with open_work(work, resources) as con:
-        found = fetch_arrow(con, QUERIES["top_clusters"], {"limit": limit, "members": members})
+        chaining = "min_pair_similarity, pair_share" if has_chaining(con) else CHAINING_UNKNOWN
+        found = fetch_arrow(
+            con,
+            QUERIES["top_clusters"].replace("{chaining}", chaining),
+            {"limit": limit, "members": members, "sort": sort},
+        )
     center_ids = found.column("center_id").to_pylist()
     words = cluster_labels(work, center_ids, n=terms, resources=resources)
     top_terms = pa.array([" ".join(words[center_id]) for center_id in center_ids], pa.string())
-    return found.drop_columns(["center_id"]).add_column(2, "top_terms", top_terms)
+    return found.drop_columns(["center_id"]).add_column(4, "top_terms", top_terms)
+
+
+# A clusters table made before the chaining diagnostics existed: shown empty until the run is repeated.
+CHAINING_UNKNOWN = "cast(null as double) as min_pair_similarity, cast(null as double) as pair_share"
+
+
+def has_chaining(con: duckdb.DuckDBPyConnection, relation: str = "clusters") -> bool:
+    """Whether `relation` has the chaining columns (clusters made before them, and cuts, have none)."""
+    columns = con.execute(f"select column_name from (describe {relation})").fetchall()
+    return ("pair_share",) in columns
 
 
 def cluster_labels(
@@ -333,8 +360,12 @@ QUERIES = {
     """,
     "top_clusters": """
         with biggest as (
-            select center, center_id, size from clusters where is_center
-            order by size desc, center limit $limit
+            select center, center_id, size, {chaining} from clusters where is_center
+            order by
+                case when $sort = 'pair_share' then pair_share end nulls last,
+                case when $sort = 'min_pair_similarity' then min_pair_similarity end nulls last,
+                size desc, center
+            limit $limit
         ),
         members_ranked as (
             select clusters.center_id, clusters.url,
@@ -343,11 +374,16 @@ QUERIES = {
         )
         select
             biggest.size,
+            round(biggest.pair_share, 3) as pair_share,
+            round(biggest.min_pair_similarity, 3) as min_pair_similarity,
             biggest.center,
             biggest.center_id,
             (select string_agg(url, ' ' order by rank) from members_ranked
              where members_ranked.center_id = biggest.center_id and rank <= $members) as members
         from biggest
-        order by biggest.size desc, biggest.center
+        order by
+            case when $sort = 'pair_share' then biggest.pair_share end nulls last,
+            case when $sort = 'min_pair_similarity' then biggest.min_pair_similarity end nulls last,
+            biggest.size desc, biggest.center
     """,
 }

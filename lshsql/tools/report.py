@@ -70,7 +70,8 @@ td.url { overflow-wrap: anywhere; }
 td.details { font-size: 0.9em; color: #444; overflow-wrap: anywhere; }
 table.clusters { width: 100%; table-layout: fixed; }
 table.clusters th:nth-child(1) { width: 2.2em; } table.clusters th:nth-child(2) { width: 3.2em; }
-table.clusters th:nth-child(3) { width: 30%; } table.clusters th:nth-child(4) { width: 22%; }
+table.clusters th:nth-child(3), table.clusters th:nth-child(4) { width: 4.6em; }
+table.clusters th:nth-child(5) { width: 26%; } table.clusters th:nth-child(6) { width: 20%; }
 ul.members { font-size: 0.95em; }
 td.url a { color: #1d4f8a; text-decoration: none; }
 ul.members { margin: 0; padding-left: 1.1em; }
@@ -288,13 +289,22 @@ def _clusters_html(work: Path, resources: db.Resources) -> str:
             [
                 _num(rank),
                 _num(size),
+                _share(row["pair_share"]),
+                _share(row["min_pair_similarity"]),
                 url_html(center),
                 escape(terms or ""),
                 f'<ul class="members">{items}</ul>',
             ]
         )
-    header = ["#", "size", "center", "top terms", f"first members (up to {MEMBERS})"]
-    return _table(header, rows, {0: "num", 1: "num", 2: "url", 3: "terms", 4: "url"}, "clusters")
+    header = ["#", "size", "pair share", "min pair similarity", "center", "top terms"]
+    header.append(f"first members (up to {MEMBERS})")
+    classes = {0: "num", 1: "num", 2: "num", 3: "num", 4: "url", 5: "terms", 6: "url"}
+    return _table(header, rows, classes, "clusters")
+
+
+def _share(value: float | None) -> str:
+    """A chaining figure with 3 decimals; a dash when the clusters table has none (made before them)."""
+    return "&ndash;" if value is None else f"{value:.3f}"
 
 
 def _eval_html(evaluation: dict | str | None) -> str:
@@ -377,7 +387,10 @@ def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> st
         f'<h2 id="clusters">5. The {TOP_CLUSTERS} largest clusters</h2>',
         '<p class="caption">The biggest groups of related URLs, each with its center, the terms that '
         "weigh most in its URLs' descriptions (summed TF-IDF, each stem shown as the word most often written "
-        f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order.</p>",
+        f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order. Pair share is "
+        "the share of its member pairs that are pairs: 1 when every member is similar to every other, low "
+        "for a chain of URLs each similar only to the next; min pair similarity is that of its least "
+        "similar pair (<code>lshsql clusters --sort pair_share</code> lists the chains first).</p>",
         _clusters_html(work, resources),
         '<h2 id="eval">6. Evaluation</h2>',
         _eval_html(_read_eval(work)),

@@ -23,7 +23,7 @@ from lshsql import manifest, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.sources.jsonl import is_gzip
-from lshsql.tools.explore import canonical, clustering_path, fetch_arrow, find_url, open_work
+from lshsql.tools.explore import canonical, clustering_path, fetch_arrow, find_url, has_chaining, open_work
 
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
@@ -93,6 +93,31 @@ def heading(
         )
     shown = f", {table.num_rows} shown" if table.num_rows < row["size"] else ""
     return f"cluster {row['center_id']}: {row['size']} URLs{shown}, center {center}"
+
+
+def chaining(
+    table: pa.Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
+) -> str | None:
+    """One line on how chained the cluster of a `cluster_members` table is: its pair_share and its least
+    similar pair. None for a singleton, a cut, or clusters made before these columns."""
+    if not table.num_rows or table["size"][0].as_py() < 2:
+        return None
+    with open_work(work, resources) as con:
+        relation = _relation(Path(work), from_cut)
+        if not has_chaining(con, relation):
+            return None
+        share, similarity, u, v = con.execute(
+            f"select pair_share, min_pair_similarity, min_pair_u, min_pair_v from {relation} "
+            "where center_id = $id limit 1",
+            {"id": table["center_id"][0].as_py()},
+        ).fetchone()
+    size = table["size"][0].as_py()
+    member_pairs = size * (size - 1) // 2
+    held = round(share * member_pairs)
+    return (
+        f"pair_share {share:.3f}: {held} of its {member_pairs} member pairs are pairs; "
+        f"least similar pair {similarity:.3f}: {u} {v}"
+    )
 
 
 def stored_html(

@@ -200,7 +200,14 @@ def test_invariants_of_a_run(example_extraction, tmp_path):
 def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path, cli):
     work = copy_work(example_run, tmp_path / "w")
     clusters = cli("clusters", "--work", str(work), "--limit", "3").stdout
-    assert clusters.splitlines()[0].split() == ["size", "center", "top_terms", "members"]
+    assert clusters.splitlines()[0].split() == [
+        "size",
+        "pair_share",
+        "min_pair_similarity",
+        "center",
+        "top_terms",
+        "members",
+    ]
     assert len(clusters.splitlines()) == 5
     related = cli(
         "related",

@@ -161,7 +161,9 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
     # the cluster by its center_id, in a table with a heading line
     table = ok("show", str(center_id), "--work", str(work)).stdout.splitlines()
     assert table[0] == f"cluster {center_id}: 2 URLs, center http://a.example/apples.html"
-    assert table[1].split() == [
+    assert table[1].startswith("pair_share 1.000: 1 of its 1 member pairs are pairs; least similar pair ")
+    assert table[1].endswith(": http://a.example/apples.html http://b.example/apples.html")
+    assert table[2].split() == [
         "url",
         "is_center",
         "fetched",
@@ -170,7 +172,7 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
         "source_file",
         "source_offset",
     ]
-    assert "Apple varieties" in table[3] and str(offsets["http://a.example/apples.html"]) in table[3]
+    assert "Apple varieties" in table[4] and str(offsets["http://a.example/apples.html"]) in table[4]
     # a member that was only linked to
     [durian, _] = cluster_members(work, "http://a.example/durian.html").to_pylist()
     assert list(durian.values())[2:] == [

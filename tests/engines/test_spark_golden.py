@@ -347,6 +347,9 @@ def test_loops_and_clusters(engines, spark, clustering):
     assert rounds == duck_rounds and len(assignments) >= 5
     assert (105, 101 if clustering == "components" else 105) in assignments
     assert any(r["size"] > 1 for r in rows)
+    # the chaining columns: a pair (at the pairs' threshold 0.3) and a share for every cluster but singletons
+    assert all((r["pair_share"] is None) == (r["size"] == 1) for r in rows)
+    assert all(r["min_pair_similarity"] >= 0.3 and 0 < r["pair_share"] <= 1 for r in rows if r["size"] > 1)
 
 
 def test_truth(engines):
