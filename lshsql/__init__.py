@@ -3,8 +3,8 @@
 The stages run in this order; each reads the previous one's Parquet output in the work folder:
     extract  crawl -> pages, links, fragments   (Python + lxml; sql/01..03 finish it)
     ingest   documents -> pages, fragments, labels (instead of extract: JSON Lines, Parquet, Reuters SGML)
-    run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> element_hashes
-             -> signatures -> candidates -> pairs -> clusters -> cluster_labels   (sql/10..63, see
+    run      fragments (or a user's bags) -> term_counts -> urls, terms -> bags -> signatures
+             -> candidates -> pairs -> clusters -> cluster_labels   (sql/10..63, see
              pipeline.STAGES; extract keeps surface_forms, the words behind the stems, for the labels)
     hierarchy  signatures -> merges -> cluster_tree   (LSH single link, sql/80..81; cut: sql/85)
 

@@ -110,15 +110,6 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("df", pa.int64(), "number of URLs whose fragments contain the term"),
         ("weight", pa.float64(), "tf*ln(N/df) (tfidf), tf, or as given (none); tfidf/tf bags sum to --scale"),
     ],
-    "element_hashes": [
-        ("term_hash", pa.int64(), "a term of some bag (bags.term_hash)"),
-        ("copy_number", pa.int32(), "j of element term#j: 1 .. the largest round(weight) of the term"),
-        (
-            "x",
-            pa.int64(),
-            "splitmix64(term_hash XOR j*0x9E3779B97F4A7C15) mod (2^31-1), the UDF lsh_element_hash",
-        ),
-    ],
     "signatures": [
         ("url_id", pa.int64(), "the URL"),
         (
@@ -355,7 +346,6 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "urls": (("url_id",), ("url",)),
     "terms": (("term_id",), ("term",), ("term_hash",)),
     "bags": (("url_id", "term_hash"),),
-    "element_hashes": (("term_hash", "copy_number"),),
     "signatures": (("url_id",),),
     "buckets": (("band", "url_id"),),
     "candidates": (("u_id", "v_id"),),

@@ -197,8 +197,8 @@ def stage(
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
-    """Run one stage (term_counts, urls, terms, bags, element_hashes, signatures, buckets, candidates,
-    bucket_sizes, pairs, clusters, cluster_labels) on the tables in the work folder: earlier stages'
+    """Run one stage (term_counts, urls, terms, bags, signatures, buckets, candidates, bucket_sizes,
+    pairs, clusters, cluster_labels) on the tables in the work folder: earlier stages'
     outputs, or your own Parquet of the documented schema put at DIR/<table>.parquet. Skipped when up to
     date (--force reruns it).
 

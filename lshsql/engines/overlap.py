@@ -72,7 +72,7 @@ def _bitmap(valid: np.ndarray) -> pa.Buffer | None:
     return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def _list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def list_parts(lists: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, values, valid per row) of a list of integers, read from its buffers (offsets index into
     the values of the whole child, as Arrow's do)."""
     if isinstance(lists, pa.ChunkedArray):
@@ -92,8 +92,8 @@ def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
     to lsh_bag_overlap for every candidate pair it is in: a BLOB crosses from DuckDB to Arrow as one copy of
     bytes, a list element by element. The bytes are in the machine's order and never stored. NULL terms
     give NULL."""
-    offsets, values, valid = _list_parts(terms)
-    c_offsets, c_values, weighted = _list_parts(copies)
+    offsets, values, valid = list_parts(terms)
+    c_offsets, c_values, weighted = list_parts(copies)
     lengths = np.diff(offsets)
     sizes = np.where(valid, 1 + lengths * (1 + weighted), 0)
     out_offsets = np.zeros(len(sizes) + 1, np.int64)

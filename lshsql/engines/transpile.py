@@ -11,7 +11,8 @@ the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows eac
     fix_semi_anti_joins     `semi join` / `anti join` -> LEFT SEMI JOIN / LEFT ANTI JOIN
     fix_unnest              `unnest(list)` in a select list -> EXPLODE(list) (no rows for an empty or null
                             list in both); in FROM sqlglot writes LATERAL VIEW EXPLODE
-    fix_list_functions      list_position (1-based, NULL when absent) -> NULLIF(ARRAY_POSITION(...), 0)
+    fix_list_functions      list_position (1-based, NULL when absent) -> NULLIF(ARRAY_POSITION(...), 0);
+                            x[k], k a positive integer -> TRY_ELEMENT_AT(x, k) (1-based, NULL past the end)
     fix_window_ranks        row_number() / rank() / dense_rank() / ntile() are BIGINT in DuckDB, INT in Spark
     fix_integer_casts       a cast to an integer type rounds in DuckDB (DOUBLE: half to even, DECIMAL: half
                             away from zero) and truncates in Spark: BROUND / ROUND first
@@ -26,7 +27,7 @@ the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows eac
 `count(*) filter (where ...)` needs no fix-up: Spark has the same FILTER clause. Comments are dropped.
 
 `lint` refuses, with a StageError naming the file and the construct, what does not transpile to the same
-values and cannot be fixed here: list indices `x[i]` (1-based in DuckDB, 0-based in Spark), `log(x)` (log10
+values and cannot be fixed here: list indices `x[i]` but by a positive integer, `log(x)` (log10
 in DuckDB, ln in Spark), trigonometric functions and cbrt (Java's in Spark, not the C library's), ordered
 aggregates `list(x order by y)` (Spark's collect_list has no order), unsigned and 128-bit integer types,
 `hash()` (engine-specific), random functions, positional parameters, two generators in one select, `//` on
@@ -277,7 +278,17 @@ def fix_list_functions(tree: exp.Expression) -> exp.Expression:
     for node in _postorder(tree, exp.ArrayPosition):
         if not isinstance(node.parent, exp.Nullif):
             node.replace(exp.Nullif(this=node.copy(), expression=exp.Literal.number(0)))
+    for node in _postorder(tree, exp.Bracket):
+        if _literal_index(node):  # sqlglot holds the index 0-based
+            position = exp.Literal.number(int(node.expressions[0].name) + 1)
+            node.replace(_function("TRY_ELEMENT_AT", node.this.copy(), position))
     return tree
+
+
+def _literal_index(node: exp.Expression) -> bool:
+    """Whether a node is x[k] with k a positive integer literal: the same element in both engines."""
+    index = node.expressions[0] if isinstance(node, exp.Bracket) and len(node.expressions) == 1 else None
+    return isinstance(index, exp.Literal) and index.is_int and int(index.name) >= 0
 
 
 def fix_decimal_casts(tree: exp.Expression) -> exp.Expression:
@@ -374,8 +385,9 @@ def _decimal_scale(node: exp.Expression) -> bool:
 REFUSALS: tuple[Refusal, ...] = (
     Refusal(
         "a list index x[i]",
-        "DuckDB lists are 1-based and give NULL past the end, Spark arrays are 0-based and fail",
-        lambda node: isinstance(node, exp.Bracket),
+        "DuckDB lists are 1-based and give NULL past the end, Spark arrays are 0-based and fail (a positive "
+        "integer literal index is rewritten)",
+        lambda node: isinstance(node, exp.Bracket) and not _literal_index(node),
     ),
     Refusal(
         "log()",

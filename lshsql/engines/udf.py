@@ -4,11 +4,12 @@ Stored values must never change with the DuckDB version, the platform or PYTHONH
 built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and splitmix64 (Steele et al.
 2014) to derive the id of the j-th copy of a term, the element `term#j` of a flattened bag.
 
-    lsh_term_hash(term)          = xxh64(utf8(term)) >> 1                       in [0, 2^63)
-    lsh_element_hash(t, j)       = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
-    lsh_url_unit(url, unit)      = url, its host, or its registered domain (not a hash: --unit)
-    lsh_bag_pack(terms, copies)  = a bag as one BLOB, its terms sorted (engines/overlap.py)
-    lsh_bag_overlap(u, v)        = sum of min(copies) over the terms of two packed bags
+    lsh_term_hash(term)            = xxh64(utf8(term)) >> 1                     in [0, 2^63)
+    lsh_minhash(terms, copies, a, b) = the m min-hashes of a bag (engines/minhash.py, compiled): of its
+                                     elements x = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
+    lsh_url_unit(url, unit)        = url, its host, or its registered domain (not a hash: --unit)
+    lsh_bag_pack(terms, copies)    = a bag as one BLOB, its terms sorted (engines/overlap.py)
+    lsh_bag_overlap(u, v)          = sum of min(copies) over the terms of two packed bags
 
 The element hash is < P = 2^31 - 1, so the family ((a*x + b) mod 2^40) >> 9 of the signatures stage, with
 a, b < 2^32, never leaves signed BIGINT (a*x + b < 2^63).
@@ -19,10 +20,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import xxhash
-
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-PRIME = 2**31 - 1  # element hashes x are < PRIME (31 bits): see the module's docstring
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def term_hash(terms: pa.Array) -> pa.Array:
@@ -74,24 +71,6 @@ def integer_array(values, valid: np.ndarray | None = None, arrow_type: pa.DataTy
     return pa.Array.from_buffers(arrow_type, len(values), [bitmap, pa.py_buffer(values)])
 
 
-def splitmix64(values: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer on uint64 (numpy wraps on overflow, as the algorithm intends)."""
-    z = values + GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-def element_hash(term_hashes: pa.Array, copies: pa.Array) -> pa.Array:
-    """The base hash x of element `term#copy`: distinct, well mixed ids in [0, 2^31 - 1)."""
-    t, t_valid = integer_values(term_hashes)
-    j, j_valid = integer_values(copies)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mixed = splitmix64(t.astype(np.uint64) ^ (j.astype(np.uint64) * GOLDEN))
-    valid = t_valid if j_valid is None else j_valid if t_valid is None else t_valid & j_valid
-    return integer_array((mixed % np.uint64(PRIME)).astype(np.int64), valid)
-
-
 def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:
     """The unit a URL's fragments describe: the URL itself, its host, or its registered domain (public
     suffix list bundled with tldextract), so bags can describe whole sites."""
@@ -118,6 +97,13 @@ def bag_pack(terms: pa.Array, copies: pa.Array) -> pa.Array:
     return overlap.bag_pack(terms, copies)
 
 
+def minhash(terms: pa.Array, copies: pa.Array, a: pa.Array, b: pa.Array) -> pa.Array:
+    """lsh_minhash: the m min-hashes of each row's bag (engines/minhash.py)."""
+    from lshsql.engines import minhash
+
+    return minhash.minhash(terms, copies, a, b)
+
+
 def bag_overlap(u: pa.Array, v: pa.Array) -> pa.Array:
     """lsh_bag_overlap: the shared copies of two packed bags (engines/overlap.py)."""
     from lshsql.engines import overlap
@@ -132,9 +118,6 @@ def register(con) -> None:
 
     con.create_function("lsh_term_hash", term_hash, [VARCHAR], BIGINT, type="arrow", side_effects=False)
     con.create_function(
-        "lsh_element_hash", element_hash, [BIGINT, INTEGER], BIGINT, type="arrow", side_effects=False
-    )
-    con.create_function(
         "lsh_url_unit", url_unit, [VARCHAR, VARCHAR], VARCHAR, type="arrow", side_effects=False
     )
     bag = duckdb.list_type(BIGINT)
@@ -143,6 +126,15 @@ def register(con) -> None:
         bag_pack,
         [bag, bag],
         BLOB,
+        type="arrow",
+        null_handling="special",  # a NULL list of copies is a set, not an unknown
+        side_effects=False,
+    )
+    con.create_function(
+        "lsh_minhash",
+        minhash,
+        [bag, bag, bag, bag],
+        duckdb.list_type(INTEGER),
         type="arrow",
         null_handling="special",  # a NULL list of copies is a set, not an unknown
         side_effects=False,

@@ -32,11 +32,17 @@ COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change wh
 TABLE_STREAM = 1
 
 
-def coefficient_pairs(seed: int, num_perm: int) -> list[tuple[int, int]]:
-    """(a_i, b_i) of each of the m min-hashes."""
+def coefficient_arrays(seed: int, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
+    """a and b (int64 arrays of m) of the m min-hashes."""
     rng = np.random.default_rng([seed, COEFFICIENT_STREAM])
     a = rng.integers(2**30, 2**31, size=num_perm, dtype=np.int64) * 2 + 1  # odd, in [2^31, 2^32)
     b = rng.integers(0, 2**32, size=num_perm, dtype=np.int64)
+    return a, b
+
+
+def coefficient_pairs(seed: int, num_perm: int) -> list[tuple[int, int]]:
+    """(a_i, b_i) of each of the m min-hashes."""
+    a, b = coefficient_arrays(seed, num_perm)
     return [(int(a_i), int(b_i)) for a_i, b_i in zip(a, b, strict=True)]
 
 
@@ -70,12 +76,6 @@ def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
     names = ("band", "slot", "hash_index")
     arrays = [udf.integer_array([r[i] for r in rows], arrow_type=pa.int32()) for i in range(len(names))]
     return pa.Table.from_arrays(arrays, list(names))
-
-
-def copies(max_copies: int) -> pa.Table:
-    """copies(copy_number) = 1..max_copies: joined to a bag it flattens term t of weight q into t#1..t#q."""
-    numbers = np.arange(1, max(1, max_copies) + 1)
-    return pa.Table.from_arrays([udf.integer_array(numbers, arrow_type=pa.int32())], ["copy_number"])
 
 
 def write(table: pa.Table, path: Path) -> Path:

@@ -172,7 +172,8 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     }
 
 
-def _run_element_hashes(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """The signatures, after checking that no weight flattens a term into more copies than MAX_COPIES."""
     register(engine, work, stage.reads)
     most = engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
     if most > MAX_COPIES:
@@ -181,22 +182,13 @@ def _run_element_hashes(engine: Engine, stage: Stage, params: Params, work: Path
             f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
             "--weighting none, or use --weighting tf"
         )
-    max_copies = int(most)
-    copies = family.write(family.copies(max_copies), work / "family" / "copies.parquet")
-    engine.register({"copies": str(copies)})
-    rows, extra = run_sql(engine, stage, params, work, bags)
-    extra[COMPILED].views["copies"] = parquet_view(work, str(copies))
-    return rows, {"max_copies": max_copies, **extra}
-
-
-def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    register(engine, work, stage.reads)
     family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
     context = template_context(params)
     rows = engine.materialize(
         sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context, stage.compression
     )
-    return rows, {COMPILED: Compiled(stage.sql, {}, context, input_views(work, stage.reads))}
+    compiled = Compiled(stage.sql, {}, context, input_views(work, stage.reads))
+    return rows, {"max_copies": int(most), COMPILED: compiled}
 
 
 def band_context(params: Params, work: Path) -> dict:
@@ -406,7 +398,6 @@ RUNNERS = {
     "urls": run_sql,
     "terms": _run_terms,
     "bags": _run_bags,
-    "element_hashes": _run_element_hashes,
     "signatures": _run_signatures,
     "buckets": _run_buckets,
     "candidates": _run_candidates,

@@ -58,11 +58,10 @@ STAGES: tuple[Stage, ...] = (
         compression="uncompressed",
         variants=(("grouped", "20_bags_grouped.sql"),),
     ),
-    Stage("element_hashes", "25_element_hashes.sql", ("bags",)),
     Stage(
         "signatures",
         "30_signatures.sql",
-        ("bags", "element_hashes"),
+        ("bags",),
         ("num_perm", "signature_bytes", "seed"),
         # min-hashes barely compress and buckets reads some of them once a batch: uncompressed reads faster
         compression="uncompressed",

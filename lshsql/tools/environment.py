@@ -29,7 +29,6 @@ UNIT_STAGES = (
     "urls",
     "terms",
     "bags",
-    "element_hashes",
     "signatures",
     "buckets",
     "candidates",

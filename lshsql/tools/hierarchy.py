@@ -32,7 +32,7 @@ from lshsql.params import MAX_K, Params
 from lshsql.pipeline import labels
 
 METHODS = ("lsh", "exact")
-UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
+UP_TO_SIGNATURES = ("term_counts", "urls", "terms", "bags", "signatures")
 MAX_EXACT_URLS = 50_000  # the exact reference is for checking the LSH method on small corpora
 
 

@@ -27,7 +27,7 @@ PARAMS = Params(weighting="tfidf", threshold=0.5, seed=1)
 # verify=True sums min(weight) in parallel aggregates, the likeliest place for thread-dependent float bits.
 # It is checked on a smaller table: its term join grows with df^2 (4.6 s for the full table, see report).
 VERIFY_PARAMS = Params(weighting="tfidf", threshold=0.5, seed=1, verify=True)
-SIGNATURE_STAGES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
+SIGNATURE_STAGES = ("term_counts", "urls", "terms", "bags", "signatures")
 
 
 def planted_bags(

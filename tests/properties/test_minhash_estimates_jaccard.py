@@ -31,7 +31,7 @@ UNWEIGHTED_SEED = 20240601
 WEIGHTED_PAIRS = 200
 WEIGHTED_SEED = 7
 MAX_WEIGHT = 6
-SIGNATURE_STAGES = ("term_counts", "urls", "terms", "bags", "element_hashes", "signatures")
+SIGNATURE_STAGES = ("term_counts", "urls", "terms", "bags", "signatures")
 
 
 def _agreement(work: Path, n_pairs: int) -> np.ndarray:

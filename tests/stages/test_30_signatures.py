@@ -1,15 +1,20 @@
-"""element_hashes and signatures: flattening of weighted bags and the min-hash family, against a plain-Python
-reference."""
+"""signatures: flattening of weighted bags and the min-hash family, against a plain-Python reference, and
+the compiled UDF lsh_minhash against its plain-SQL stand-in (sql/udf/lsh_minhash.sql) on random bags."""
 
 from __future__ import annotations
 
+import duckdb
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lshsql.engines import udf
-from lshsql.engines.udf import PRIME
+from lshsql.engines import minhash, udf
+from lshsql.engines.minhash import PRIME
 from lshsql.lsh import family
 from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
+from lshsql.pipeline import compiled
+from lshsql.pipeline.stages import template_context
 from tests.conftest import run_stage
 
 BAGS = [
@@ -30,8 +35,8 @@ def reference(rows: list[dict], params: Params) -> dict[int, list[int]]:
     elements: dict[int, list[int]] = {}
     for r in rows:
         q = max(1, round(r["weight"]))
-        xs = udf.element_hash(pa.array([r["term_hash"]] * q), pa.array(range(1, q + 1), type=pa.int32()))
-        elements.setdefault(r["url_id"], []).extend(xs.to_pylist())
+        xs = [minhash.element_hash(r["term_hash"], j) for j in range(1, q + 1)]
+        elements.setdefault(r["url_id"], []).extend(xs)
     return {
         url_id: [
             min(((coefficients[f"a{i}"] * x + coefficients[f"b{i}"]) % 2**40) >> 9 for x in xs)
@@ -42,19 +47,20 @@ def reference(rows: list[dict], params: Params) -> dict[int, list[int]]:
 
 
 def signatures(tmp_path, params: Params, bags: list[dict]) -> list[dict]:
-    run_stage(tmp_path, "element_hashes", params, {"bags": bags})
-    return run_stage(tmp_path, "signatures", params)
+    return run_stage(tmp_path, "signatures", params, {"bags": bags})
 
 
-def test_element_hashes_cover_every_copy_once(tmp_path):
-    bags = with_hashes(BAGS)
-    rows = run_stage(tmp_path, "element_hashes", resolve(Params(), True), {"bags": bags})
-    apple, pear = bags[0]["term_hash"], bags[1]["term_hash"]
-    # apple's largest weight rounds to 3 copies (2.6 in url 1), pear's 0.2 still counts once
-    expected = sorted([(apple, 1), (apple, 2), (apple, 3), (pear, 1)])
-    assert [(r["term_hash"], r["copy_number"]) for r in rows] == expected
-    xs = udf.element_hash(pa.array([t for t, _ in expected]), pa.array([j for _, j in expected], pa.int32()))
-    assert [r["x"] for r in rows] == xs.to_pylist()
+def test_elements_are_every_copy_once():
+    # apple of weight 2.6 is apple#1..#3; pear of weight 0.2 still counts once: with a = 1, b = 0 each
+    # min-hash is the smallest x >> 9 of the bag's elements
+    apple, pear = (r["term_hash"] for r in with_hashes(BAGS[:2]))
+    bag = pa.array([[apple, pear]], pa.list_(pa.int64()))
+    ones, zeros = pa.array([[1]], pa.list_(pa.int64())), pa.array([[0]], pa.list_(pa.int64()))
+    got = minhash.minhash(bag, pa.array([[3, 0]], pa.list_(pa.int64())), ones, zeros).to_pylist()
+    xs = [minhash.element_hash(apple, j) for j in (1, 2, 3)] + [minhash.element_hash(pear, 1)]
+    assert got == [[min(xs) >> 9]]
+    one_each = minhash.minhash(bag, pa.array([None], pa.list_(pa.int64())), ones, zeros).to_pylist()
+    assert one_each == [[min(xs[0], xs[3]) >> 9]]
 
 
 def test_signatures_match_the_reference(tmp_path):
@@ -101,3 +107,38 @@ def test_family_is_a_function_of_the_seed():
     assert family.lsh_tables(Params(k=4, l=20, banding=True)) == [
         list(range(4 * b, 4 * b + 4)) for b in range(20)
     ]
+
+
+def in_plain_duckdb(work, params: Params) -> list[tuple]:
+    """The stage's compiled SQL run in a DuckDB without lshsql's UDFs: the stand-in macros compute it."""
+    context = template_context(params)
+    ran = compiled.Compiled("30_signatures.sql", {}, context, compiled.input_views(work, ("bags",)))
+    text = compiled.text(work, "signatures", ran).replace("'bags.parquet'", repr(str(work / "bags.parquet")))
+    with duckdb.connect() as con:
+        return con.execute(text).fetchall()
+
+
+WEIGHTS = st.sampled_from([0.2, 0.5, 1.0, 1.49, 1.5, 2.4, 3.0, 6.6])
+
+
+@settings(deadline=None, max_examples=15)
+@given(
+    bags=st.dictionaries(
+        st.tuples(st.integers(1, 6), st.integers(0, 2**63 - 1)), WEIGHTS, min_size=1, max_size=40
+    ),
+    signature_bytes=st.sampled_from([3, 4]),
+    seed=st.integers(0, 1000),
+)
+def test_the_udf_equals_the_plain_sql_form(tmp_path_factory, bags, signature_bytes, seed):
+    params = resolve(Params(num_perm=12, signature_bytes=signature_bytes, seed=seed, k=2, l=4), True)
+    rows = [
+        {"url_id": u, "term_hash": t, "tf": 1.0, "df": 1, "weight": w} for (u, t), w in sorted(bags.items())
+    ]
+    work = tmp_path_factory.mktemp("signatures")
+    got = run_stage(work, "signatures", params, {"bags": rows})
+    assert [tuple(r.values()) for r in got] == in_plain_duckdb(work, params)
+    expected = reference(rows, resolve(Params(num_perm=12, seed=seed, k=2, l=4), True))
+    modulus = 2 ** (8 * signature_bytes - 1) if signature_bytes == 4 else 2**24
+    assert {r["url_id"]: [r[f"h{i}"] for i in range(12)] for r in got} == {
+        u: [h % modulus for h in hs] for u, hs in expected.items()
+    }

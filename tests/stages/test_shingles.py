@@ -102,7 +102,7 @@ def test_kernel_signatures_equal_the_sql_stage(tmp_path):
             work,
             params,
             bags=tmp_path / "b.parquet",
-            only=("term_counts", "urls", "terms", "bags", "element_hashes", "signatures"),
+            only=("term_counts", "urls", "terms", "bags", "signatures"),
         )
         bags = pq.read_table(work / "bags.parquet").sort_by(
             [("url_id", "ascending"), ("term_hash", "ascending")]

@@ -6,8 +6,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql.engines import udf
-from lshsql.engines.udf import PRIME
+from lshsql.engines import minhash, udf
+from lshsql.engines.minhash import PRIME
 
 # Golden vectors: computed once from the definitions in lshsql/engines/udf.py. If one of these changes, every
 # stored signature changes with it; that is a breaking change, not a test to update.
@@ -28,11 +28,11 @@ def test_term_hash_is_xxh64_shifted():
 
 def test_element_hash_golden_vectors_and_range():
     apple = GOLDEN_TERMS["apple"]
-    got = udf.element_hash(pa.array([apple, apple]), pa.array([1, 2], type=pa.int32())).to_pylist()
+    got = [minhash.element_hash(apple, 1), minhash.element_hash(apple, 2)]
     assert got == [GOLDEN_ELEMENTS[("apple", 1)], GOLDEN_ELEMENTS[("apple", 2)]]
     rng = np.random.default_rng(0)
-    values = udf.element_hash(pa.array(rng.integers(0, 2**63, 10_000)), pa.array(rng.integers(1, 50, 10_000)))
-    array = values.to_numpy()
+    pairs = zip(rng.integers(0, 2**63, 10_000), rng.integers(1, 50, 10_000), strict=True)
+    array = np.array([minhash.element_hash(t, j) for t, j in pairs])
     assert array.min() >= 0 and array.max() < PRIME
     assert (
         len(np.unique(array)) > 9_980
@@ -40,12 +40,13 @@ def test_element_hash_golden_vectors_and_range():
 
 
 def test_udfs_in_duckdb_equal_the_kernels():
+    # with a = 1, b = 0 a min-hash is min(x) >> 9: apple#2 is the smaller of apple's two elements
     with duckdb.connect() as con:
         udf.register(con)
         got = con.execute(
-            "select lsh_term_hash('apple'), lsh_element_hash(lsh_term_hash('apple'), 2)"
+            "select lsh_term_hash('apple'), lsh_minhash([lsh_term_hash('apple')], [2], [1], [0])"
         ).fetchall()
-    assert got == [(GOLDEN_TERMS["apple"], GOLDEN_ELEMENTS[("apple", 2)])]
+    assert got == [(GOLDEN_TERMS["apple"], [GOLDEN_ELEMENTS[("apple", 2)] >> 9])]
 
 
 def test_hashes_do_not_depend_on_pythonhashseed():
@@ -84,12 +85,12 @@ def test_integer_array_round_trips_with_nulls():
     assert udf.integer_array([1, 2]).to_pylist() == [1, 2] and udf.integer_array([]).to_pylist() == []
 
 
-def test_element_hash_of_a_null_is_null():
+def test_minhash_of_a_null_or_empty_bag_is_null():
     apple = GOLDEN_TERMS["apple"]
-    got = udf.element_hash(
-        pa.array([apple, None, apple]), pa.array([1, 1, None], type=pa.int32())
-    ).to_pylist()
-    assert got == [GOLDEN_ELEMENTS[("apple", 1)], None, None]
+    bags = pa.array([[apple], None, []], pa.list_(pa.int64()))
+    coefficients = pa.array([[1]] * 3, pa.list_(pa.int64()))
+    got = minhash.minhash(bags, pa.array([None] * 3, pa.list_(pa.int64())), coefficients, coefficients)
+    assert got.to_pylist() == [[(GOLDEN_ELEMENTS[("apple", 1)] + 1) >> 9], None, None]
 
 
 def test_a_bags_run_does_not_import_pandas(tmp_path):
