@@ -100,7 +100,8 @@ $(CHAPTERS_VENV)/bin/python: bench/chapters-requirements.txt
 # Variants are named `lshsql run` arguments: keep (the paper's windows) and blocks (windows stopped at block
 # boundaries) need the extraction options --templates and --window-blocks; a variant that fails is reported.
 bench-chapters: install $(CHAPTERS_VENV)/bin/python  ## Chapter labels of the PostgreSQL and Python manuals: neighbours, 5-NN chapter precision, clusters vs TF-IDF cosine
-	$(BIN)/python bench/chapters.py --variant default= --variant "keep=--templates keep" --variant "blocks=--window-blocks" \
+	$(BIN)/python bench/chapters.py --variant default= --variant "cut=--templates cut" --variant "keep=--templates keep" \
+		--variant "blocks=--window-blocks" --variant "keep+blocks=--templates keep --window-blocks" \
 		--baseline-python $(CHAPTERS_VENV)/bin/python --out bench/RESULTS.md
 
 bench-spark: $(VENV)/.test-all  ## run --bags (10k docs) and extract (shared crawls) on DuckDB and Spark local[2]: median wall of 3, peak RSS with the JVM

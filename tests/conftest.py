@@ -76,6 +76,23 @@ def example_run(example_extraction: Path, tmp_path_factory) -> Path:
     return made_once(tmp_path_factory, "example-run", make)
 
 
+@pytest.fixture(scope="session")
+def example_run_two(tmp_path_factory) -> Path:
+    """The example crawl extracted by 2 workers in batches of 8 pages (so batches finish out of order) and
+    run on 2 DuckDB threads: what the determinism tests compare with example_run."""
+    from lshsql.engines import duckdb as db
+    from lshsql.params import Params
+    from lshsql.pipeline import run
+    from lshsql.sources.extract import ExtractParams, extract
+
+    def make(work: Path) -> None:
+        resources = db.Resources(memory_limit="2GB", threads=2, temp_directory=db.spill_directory(work))
+        extract([str(EXAMPLE_CRAWL)], work, ExtractParams(batch_records=8), resources)
+        run(work, Params(), resources=resources)
+
+    return made_once(tmp_path_factory, "example-run-two", make)
+
+
 def copy_work(source: Path, dest: Path) -> Path:
     """A copy of a work folder at `dest`; the views of its catalog (which name files by absolute path) are
     made again, so they read the copy's files."""

@@ -59,7 +59,7 @@ def extract(
     strip_tracking: StripTracking = False,
     max_page_mb: MaxPageMb = 32.0,
     max_links_per_page: MaxLinks = 10_000,
-    templates: Templates = "cut",
+    templates: Templates = "filter",
     template_share: TemplateShare = 0.5,
     window_blocks: WindowBlocks = False,
     threads: Threads = None,

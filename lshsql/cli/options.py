@@ -83,10 +83,9 @@ MaxLinks = Annotated[
 Templates = Annotated[
     str,
     typer.Option(
-        help="Site templates (text blocks repeated on a share of a host's pages): 'cut' keeps their words "
-        "out of anchor windows and windows from crossing them, and keeps a template link only where it "
-        "always points to one URL (its anchor text); 'drop' drops every template link; 'keep' leaves the "
-        "paper's windows."
+        help="Site templates (text blocks repeated on a share of a host's pages): 'filter' drops their "
+        "words from anchor windows; 'cut' also stops windows where a template block begins and drops the "
+        "fragments of template links but those always pointing to one URL; 'keep' leaves the paper's windows."
     ),
 ]
 TemplateShare = Annotated[

@@ -155,7 +155,7 @@ def run(
 
     Only stages whose inputs or parameters changed are rerun; parameters not given keep the values of the
     last run in the work folder, the extraction options too (defaults: --window 8, --language en, --stem,
-    --stopwords, --buckets 16, --max-page-mb 32, --max-links 10000, --templates cut,
+    --stopwords, --buckets 16, --max-page-mb 32, --max-links 10000, --templates filter,
     --template-share 0.5). With --threshold and no -k/-l the
     planner chooses k and l.
 

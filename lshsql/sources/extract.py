@@ -59,7 +59,7 @@ class ExtractParams:
     max_links_per_page: int = 10_000  # a page's <a href> after these are counted, not extracted
     base_url: str | None = None
     batch_records: int = 128
-    templates: str = "cut"  # site template blocks out of anchor windows (templates.py MODES)
+    templates: str = "filter"  # site template blocks out of anchor windows (templates.py MODES)
     template_share: float = 0.5  # a block on this share of its host's pages is template
     window_blocks: bool = False  # windows stop at the edges of their link's text blocks
 

@@ -1,11 +1,14 @@
 """Site templates out of anchor windows: once every page is read, the text blocks that repeat on a large share
-of a host's pages (sql/02_template_blocks.sql) are template, and each anchor fragment is cut back so that no
-template word is in it and it does not reach across a template block into the content beyond.
+of a host's pages (sql/02_template_blocks.sql) are template, and their words are taken out of the anchor
+fragments.
 
-Modes (`--templates`): "cut" cuts windows, and a template link keeps its own anchor text only when its
-block's links all point to one URL (a site-wide "Home" names that page; a "Next" or "Show source" on every
-page names none of its many targets); "drop" gives template links no fragment at all; "keep" leaves the
-paper's windows as they are (template links are still flagged in links.parquet).
+Modes (`--templates`): "filter" takes every template word out and keeps the rest of each window, so a "Next"
+link in a nav bar is still described by the chapter title beside it; a template link keeps its own anchor
+text only when its block's links all point to one URL (a site-wide "Home" names that page; a "Next" or "Show
+source" on every page names none of its many targets). "cut" also stops each window at the nearest template
+word on either side and gives a template link that does not name one URL no fragment. "keep" leaves the
+paper's windows (template links are still flagged in links.parquet). bench/RESULTS.md ("Chapters") has
+what each gives on two documentation sites.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from lshsql import sqlfiles
 from lshsql.engines.base import Engine
 from lshsql.sources.parse import PAGE_BLOCKS_SCHEMA, PAGE_BLOCKS_TABLE
 
-MODES = ("cut", "drop", "keep")
+MODES = ("cut", "filter", "keep")
 MIN_PAGES = 3  # a block on fewer of its host's pages is never template, whatever the share
 
 
@@ -51,22 +54,25 @@ def trim_fragments(raw_dir: Path, template_blocks: Path, mode: str) -> list[str]
         return [str(path) for path in files]
     blocks = np.sort(table.column("block").to_numpy())
     one_target = pc.filter(table.column("block"), pc.equal(table.column("targets"), 1)).to_numpy()
-    named = np.sort(one_target) if mode == "cut" else np.empty(0, np.int64)
+    named = np.sort(one_target)
     cut = []
     for path in files:
         cut.append(path.with_name("fragments-cut.parquet"))
         source = pq.ParquetFile(path)
         with pq.ParquetWriter(cut[-1], source.schema_arrow) as writer:
             for batch in source.iter_batches():
-                writer.write_batch(trim_batch(batch, blocks, named))
+                writer.write_batch(trim_batch(batch, blocks, named, mode == "filter"))
         path.unlink()
     return [str(path) for path in cut]
 
 
-def trim_batch(batch: pa.RecordBatch, template_blocks: np.ndarray, naming: np.ndarray) -> pa.RecordBatch:
+def trim_batch(
+    batch: pa.RecordBatch, template_blocks: np.ndarray, naming: np.ndarray, across: bool = False
+) -> pa.RecordBatch:
     """The batch's fragments with their anchor windows cut by `template_blocks` (sorted keys); a template
     link's fragment keeps its anchor's terms when its block is one of `naming` (sorted), else it is left
-    out. Rows that are not anchors (no blocks) pass unchanged."""
+    out. With `across`, windows are not cut: every template term goes and the rest stays, a template
+    link's row too. Rows that are not anchors (no blocks) pass unchanged."""
     terms = batch.column("terms")
     blocks = batch.column("blocks")
     has_blocks = pc.invert(pc.is_null(blocks)).to_numpy(zero_copy_only=False)
@@ -90,6 +96,7 @@ def trim_batch(batch: pa.RecordBatch, template_blocks: np.ndarray, naming: np.nd
         pc.fill_null(batch.column("anchor_to"), 0).to_numpy(zero_copy_only=False).astype(np.int64),
         link_template,
         names_target,
+        across,
     )
     offsets = pa.array(np.concatenate([[0], np.cumsum(kept_lengths)]).astype(np.int32))
     values = pc.filter(pc.list_flatten(terms), pa.array(keep_term))
@@ -109,10 +116,13 @@ def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _cut(term_offsets, block_offsets, has_blocks, template, anchor_from, anchor_to, link_template, names):
+def _cut(
+    term_offsets, block_offsets, has_blocks, template, anchor_from, anchor_to, link_template, names, across
+):
     """Which terms stay, how many of each row, and which rows stay: outside a template link, the terms from
     just after the last template term before the anchor to just before the first template term after it;
-    of a template link, the anchor's terms where it names its one target, else nothing."""
+    of a template link, the anchor's terms where it names its one target, else nothing. With `across`:
+    the terms that are not template, and the anchor's of a link that is not template or names its target."""
     n = has_blocks.shape[0]
     keep_term = np.ones(term_offsets[n], dtype=np.bool_)
     kept = np.empty(n, dtype=np.int64)
@@ -124,6 +134,15 @@ def _cut(term_offsets, block_offsets, has_blocks, template, anchor_from, anchor_
         start, stop = term_offsets[r], term_offsets[r + 1]
         base = block_offsets[r]
         low, high = anchor_from[r], anchor_to[r]
+        if across:
+            anchor_kept = not link_template[r] or names[r]
+            n_kept = 0
+            for i in range(stop - start):
+                keep = not template[base + i] or (anchor_kept and low <= i < high)
+                keep_term[start + i] = keep
+                n_kept += keep
+            kept[r] = n_kept
+            continue
         if link_template[r]:
             if not names[r]:
                 keep_row[r] = False

@@ -22,11 +22,17 @@ from tests.conftest import EXAMPLE_CRAWL, copy_work, html_response, write_jsonl,
 DOCS = Path(__file__).resolve().parent.parent / "fixtures" / "documents" / "docs.jsonl"
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real entry point in a subprocess, as a user runs it."""
+def cli_process(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The real entry point in a subprocess, as a user runs it: for the tests of processes (a second
+    writer); the others take `cli`, lshsql_command (in this process, and in its own in `make test-all`)."""
     return subprocess.run(
         [sys.executable, "-m", "lshsql", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+@pytest.fixture
+def cli(lshsql_command):
+    return lshsql_command
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -124,7 +130,7 @@ def workdir_resources(work: Path):
     return db.Resources(memory_limit="1GB", threads=2, temp_directory=db.spill_directory(work))
 
 
-def test_a_crash_while_switching_is_refused_then_mended(rerun, monkeypatch):
+def test_a_crash_while_switching_is_refused_then_mended(rerun, monkeypatch, cli):
     """A crash between moving the first new table in and recording the entry: readers refuse the folder
     (one line), and giving the crawl again extracts it again, to the same tables."""
     from lshsql.sources.extract import ExtractParams, extract
@@ -152,7 +158,7 @@ def test_a_crash_while_switching_is_refused_then_mended(rerun, monkeypatch):
     assert {k: v for k, v in after.items() if k in before} == before
 
 
-def test_a_missing_bucket_is_noticed(rerun):
+def test_a_missing_bucket_is_noticed(rerun, cli):
     """`rm -r fragments/bucket=3` once went unnoticed, and a later run clustered a part of the crawl."""
     crawl, work = rerun
     before = digests(work, "fragments/**/*.parquet")
@@ -166,14 +172,14 @@ def test_a_missing_bucket_is_noticed(rerun):
     assert digests(work, "fragments/**/*.parquet") == before
 
 
-def test_a_cut_fragment_file_is_noticed(work):
+def test_a_cut_fragment_file_is_noticed(work, cli):
     path = work / "fragments" / "bucket=0" / "data.parquet"
     path.write_bytes(path.read_bytes()[:-100])
     line = one_line_error(cli("run", "--work", str(work), "--no-aliases"))
     assert "fragments/bucket=0/data.parquet has" in line
 
 
-def test_an_ingest_with_a_missing_bucket_is_ingested_again(tmp_path):
+def test_an_ingest_with_a_missing_bucket_is_ingested_again(tmp_path, cli):
     work = tmp_path / "work"
     assert cli("ingest", str(DOCS), "--work", str(work), "--quiet").returncode == 0
     before = digests(work, "fragments/**/*.parquet")
@@ -185,7 +191,7 @@ def test_an_ingest_with_a_missing_bucket_is_ingested_again(tmp_path):
     assert "up to date" in cli("ingest", str(DOCS), "--work", str(work), "--quiet").stdout
 
 
-def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun):
+def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun, cli):
     """A real kill -9 while the forced re-extraction writes: whatever moment it hits, the folder then gives
     the clusters it gave before, or says in one line that the crawl must be given again."""
     crawl, work = rerun
@@ -218,10 +224,10 @@ def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun):
 def test_a_second_writer_stops_at_once_and_readers_go_on(work):
     with workdir.writing(work):
         for command in (["run"], ["stage", "pairs"], ["ingest", str(DOCS)], ["extract", str(EXAMPLE_CRAWL)]):
-            line = one_line_error(cli(*command, "--work", str(work)))
+            line = one_line_error(cli_process(*command, "--work", str(work)))
             assert f"{work}: another lshsql process (pid {os.getpid()}) is writing" in line
         for command in (["info"], ["query", "select count(*) from pairs"], ["clusters", "--limit", "1"]):
-            result = cli(*command, "--work", str(work))
+            result = cli_process(*command, "--work", str(work))
             assert result.returncode == 0, result.stderr
 
 
@@ -246,7 +252,7 @@ def test_the_lock_dies_with_its_process(tmp_path):
         pass
 
 
-def test_a_damaged_manifest_is_one_line_and_force_mends_it(rerun):
+def test_a_damaged_manifest_is_one_line_and_force_mends_it(rerun, cli):
     crawl, work = rerun
     (work / "manifest.json").write_text('{"stages": {"extract": ', encoding="utf-8")
     for command in (["info"], ["run"], ["query", "select count(*) from pages"]):
@@ -261,7 +267,7 @@ def test_a_damaged_manifest_is_one_line_and_force_mends_it(rerun):
 # --- 5. leftovers of killed runs; workers die with their parent --------------------------------------
 
 
-def test_a_writer_removes_what_killed_runs_left(tmp_path):
+def test_a_writer_removes_what_killed_runs_left(tmp_path, cli):
     work = tmp_path / "work"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
     dead_pid = int(dead.stdout)
@@ -346,7 +352,7 @@ def test_workers_die_with_the_main_process(tmp_path, sig):
 # --- 6. one-line errors -------------------------------------------------------------------------------
 
 
-def test_bags_that_do_not_exist_or_hold_nothing_usable(tmp_path):
+def test_bags_that_do_not_exist_or_hold_nothing_usable(tmp_path, cli):
     line = one_line_error(cli("run", "--bags", str(tmp_path / "nope.parquet"), "--work", str(tmp_path / "w")))
     assert "nope.parquet: no such file" in line
     import pyarrow as pa
@@ -360,7 +366,7 @@ def test_bags_that_do_not_exist_or_hold_nothing_usable(tmp_path):
     assert "no usable row" in line and "3 null_url" in line
 
 
-def test_a_read_only_work_folder(tmp_path, small_site):
+def test_a_read_only_work_folder(tmp_path, small_site, cli):
     """Writers stop with one line; readers still answer (they spill elsewhere)."""
     work = tmp_path / "w"
     crawl = write_warc(tmp_path / "c.warc.gz", small_site)
@@ -385,7 +391,7 @@ def writable(folder: Path) -> bool:
     return True
 
 
-def test_a_work_folder_named_with_glob_characters(tmp_path, small_site):
+def test_a_work_folder_named_with_glob_characters(tmp_path, small_site, cli):
     crawl = write_warc(tmp_path / "c.warc.gz", small_site)
     work = tmp_path / "w[1]?*"
     result = cli("run", str(crawl), "--work", str(work), "--quiet", "--min-df", "1")
@@ -395,7 +401,7 @@ def test_a_work_folder_named_with_glob_characters(tmp_path, small_site):
     assert int(result.stdout.split()[1]) > 0
 
 
-def test_terminal_escapes_in_titles_are_not_printed(tmp_path):
+def test_terminal_escapes_in_titles_are_not_printed(tmp_path, cli):
     title = "Evil\x1b]0;pwned\x07 page\x1b[2J\rdone\x9b1m"
     crawl = tmp_path / "c.jsonl"
     write_jsonl(crawl, [{"url": "http://e.example/", "html": f"<title>{title}</title><a href='/x'>x</a>"}])
@@ -407,7 +413,7 @@ def test_terminal_escapes_in_titles_are_not_printed(tmp_path):
     assert not any(ch in result.stdout for ch in "\x1b\x07\r\x9b")
 
 
-def test_a_warc_status_out_of_range_is_a_skipped_record(tmp_path, small_site):
+def test_a_warc_status_out_of_range_is_a_skipped_record(tmp_path, small_site, cli):
     """HTTP/1.1 99999999999999 once overflowed the status column and stopped the extraction."""
     records = [
         *small_site,
@@ -428,5 +434,5 @@ def test_an_input_path_that_is_not_utf8(tmp_path, command):
     path = os.path.join(folder, "in.jsonl")
     row = {"url": "http://e.example/", "html": "<title>t</title><a href='/x'>x</a>"}
     write_jsonl(Path(path), [row if command == "extract" else {"id": "a", "text": "some words here"}])
-    result = cli(command, path, "--work", str(tmp_path / "w"))
+    result = cli_process(command, path, "--work", str(tmp_path / "w"))
     assert result.returncode == 0, result.stderr

@@ -18,8 +18,6 @@ import pytest
 
 from lshsql import pipeline
 from lshsql.params import Params
-from lshsql.sources.extract import ExtractParams, extract
-from tests.conftest import EXAMPLE_CRAWL
 from tests.properties._support import read_columns, resources, sha256, write_parquet
 
 BASE_DOCS, DUPLICATES, VOCABULARY = 2000, 800, 3000
@@ -137,10 +135,16 @@ def test_a_different_seed_changes_the_signatures(bags_runs, tmp_path):
         )  # seed: hashes only
 
 
-def test_example_crawl_is_byte_identical_at_1_and_2_threads(example_run, tmp_path):
-    """At 1 thread: conftest.example_run (extracted by 1 worker, run on 1 DuckDB thread)."""
-    work = tmp_path / "threads2"
-    extract([str(EXAMPLE_CRAWL)], work, ExtractParams(), resources(work, 2))
-    summary = pipeline.run(work, Params(), resources=resources(work, 2))
-    assert summary.stages["pairs"]["rows"] > 0 and summary.stages["clusters"]["rows"] > 0
-    assert_identical(digests(example_run), digests(work))
+def test_example_crawl_is_byte_identical_at_1_and_2_threads(example_run, example_run_two):
+    """At 1 thread: conftest.example_run (extracted by 1 worker, run on 1 DuckDB thread); at 2:
+    conftest.example_run_two (2 workers in batches of 8 pages, 2 DuckDB threads)."""
+    assert_identical(digests(example_run), digests(example_run_two))
+    assert (
+        pq_rows(example_run_two / "pairs.parquet") > 0 and pq_rows(example_run_two / "clusters.parquet") > 0
+    )
+
+
+def pq_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows

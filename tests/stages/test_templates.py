@@ -25,7 +25,7 @@ FOOTER = "<div class='footer'>Copyright the manual writers</div>"
 # share one more content paragraph (a block on two pages only); the content text before the nav bar must
 # not reach a content link's window across the nav.
 PAGE = (
-    "<html><head><title>Page {i}</title></head><body><p>alpha beta gamma</p>"
+    "<html><head><title>Page {i}</title></head><body><p>alpha beta {lead}</p>"
     + NAV
     + "<p><a href='/topic{i}'>"
     "{topic} subject</a> delta epsilon</p>{shared}" + FOOTER + "</body></html>"
@@ -36,7 +36,10 @@ SHARED = "<p>see also <a href='/shared'>shared thing</a> zeta</p>"
 
 def site(tmp_path: Path, n: int = 10) -> Path:
     rows = [
-        {"url": f"{SITE}/p{i}", "html": PAGE.format(i=i, topic=TOPICS[i], shared=SHARED if i < 2 else "")}
+        {
+            "url": f"{SITE}/p{i}",
+            "html": PAGE.format(i=i, topic=TOPICS[i], lead=TOPICS[-1 - i], shared=SHARED if i < 2 else ""),
+        }
         for i in range(n)
     ]
     return write_jsonl(tmp_path / "site.jsonl", rows)
@@ -67,17 +70,28 @@ def template_links(work: Path) -> set[str]:
 
 
 def test_nav_bar_and_footer_are_template_content_is_not(tmp_path):
-    work = extracted(tmp_path, "cut")
+    work = extracted(tmp_path, "filter")
     assert template_links(work) == {f"{SITE}/"} | {f"{SITE}/next{i}" for i in range(10)}
     described = fragments(work)
-    # a template link to one URL on every page keeps its anchor text; one whose target changes from page to
-    # page gives no fragment; content windows hold no template word and stop at the nav bar
-    assert described[f"{SITE}/"] == ["home", "page"] * 10 and f"{SITE}/next3" not in described
-    assert described[f"{SITE}/topic3"] == ["damson", "subject", "delta", "epsilon"]
+    # no template word in any window; the window still reaches the paragraph before the nav bar
+    assert described[f"{SITE}/topic3"] == ["alpha", "beta", "grape", "damson", "subject", "delta", "epsilon"]
+    # a template link to one URL on every page keeps its anchor text; one whose target changes from page
+    # to page keeps the content words around it, not its own
+    home = described[f"{SITE}/"]
+    assert home.count("home") == 10 and "damson" in home and not {"onward", "copyright"} & set(home)
+    assert described[f"{SITE}/next3"] == ["alpha", "beta", "grape", "damson", "subject", "delta", "epsilon"]
     # a block on two pages of ten is content
     shared = described[f"{SITE}/shared"]
     assert shared.count("thing") == 2 and {"zeta", "apple", "banana"} <= set(shared)
     assert not {"home", "onward", "copyright"} & set(shared)
+
+
+def test_cut_stops_windows_at_template_blocks(tmp_path):
+    described = fragments(extracted(tmp_path, "cut", templates="cut"))
+    assert described[f"{SITE}/topic3"] == ["damson", "subject", "delta", "epsilon"]
+    assert described[f"{SITE}/"] == ["home", "page"] * 10 and f"{SITE}/next3" not in described
+    shared = described[f"{SITE}/shared"]
+    assert shared.count("thing") == 2 and {"zeta", "apple", "banana"} <= set(shared)
 
 
 def test_keep_gives_the_papers_windows_and_still_flags_template_links(tmp_path):
@@ -85,19 +99,13 @@ def test_keep_gives_the_papers_windows_and_still_flags_template_links(tmp_path):
     assert f"{SITE}/next3" in template_links(work)
     topic = fragments(work)[f"{SITE}/topic3"]
     # the window runs across the nav bar into the paragraph before it, and into the footer
-    assert topic == ["alpha", "beta", "gamma", "home", "page", "onward", "chapter", "damson", "subject"] + [
+    assert topic == ["alpha", "beta", "grape", "home", "page", "onward", "chapter", "damson", "subject"] + [
         "delta",
         "epsilon",
         "copyright",
         "manual",
         "writers",
     ]
-
-
-def test_drop_mode_drops_every_template_link(tmp_path):
-    described = fragments(extracted(tmp_path, "drop", templates="drop"))
-    assert f"{SITE}/" not in described and f"{SITE}/next3" not in described
-    assert described[f"{SITE}/topic3"] == ["damson", "subject", "delta", "epsilon"]
 
 
 def test_a_site_of_one_or_two_pages_has_no_template(tmp_path):
@@ -119,7 +127,8 @@ def test_the_share_decides(tmp_path):
 
 def test_the_summary_counts_template_links(tmp_path):
     site_file = site(tmp_path)
-    summary = extract([str(site_file)], tmp_path / "w", ExtractParams(stem=False), db.Resources(threads=1))
+    params = ExtractParams(stem=False, templates="cut")
+    summary = extract([str(site_file)], tmp_path / "w", params, db.Resources(threads=1))
     assert summary.links_template == 20
     assert any("template links: 20 (" in line and "10 of them without" in line for line in summary.lines())
 
@@ -168,6 +177,18 @@ def test_trim_batch_by_hand():
     assert trim_batch(batch, templates, none).column("terms").to_pylist() == [["c"], ["t"]]
     assert trim_batch(batch, np.array([7], dtype=np.int64), none).column("terms").to_pylist() == [
         ["a", "b", "c", "d", "e"],
+        ["w", "x", "y"],
+        ["t"],
+    ]
+    # across (filter): every template term goes, the rest stays; a template link's own anchor stays where
+    # its block names one target
+    assert trim_batch(batch, templates, none, across=True).column("terms").to_pylist() == [
+        ["a", "c", "e"],
+        ["w", "y"],
+        ["t"],
+    ]
+    assert trim_batch(batch, templates, templates, across=True).column("terms").to_pylist() == [
+        ["a", "c", "e"],
         ["w", "x", "y"],
         ["t"],
     ]
