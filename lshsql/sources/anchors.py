@@ -11,7 +11,6 @@ words into terms).
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
@@ -57,6 +56,7 @@ DEFAULT_URL_OPTIONS = urls.UrlOptions()
 # Link and block boundaries in the serialized text: private-use characters, removed from the input beforehand.
 LINK_OPEN, LINK_CLOSE, BLOCK = "\ue000", "\ue001", "\ue002"
 _MARKER_SET = frozenset((LINK_OPEN, LINK_CLOSE, BLOCK))
+_LINKS = frozenset((LINK_OPEN, LINK_CLOSE))
 _MARKERS = re.compile(f"([{LINK_OPEN}{LINK_CLOSE}{BLOCK}])")
 
 
@@ -254,9 +254,9 @@ def _linearize(
             alt = el.get("alt")
             if alt:
                 el.tail = f" {alt} {el.tail or ''}"
-        elif tag not in INLINE_TAGS:
-            el.text = f"{BLOCK} {el.text or ''}"
-            el.tail = f"{BLOCK} {el.tail or ''}"
+        elif tag not in INLINE_TAGS:  # the marker splits the text, so words on either side stay apart
+            el.text = f"{BLOCK}{el.text or ''}"
+            el.tail = f"{BLOCK}{el.tail or ''}"
     flow = etree.tostring(root, method="text", encoding="unicode", with_tail=False)
     parts = _MARKERS.split(flow)
     spans: list[tuple[str, int, int]] = []
@@ -289,6 +289,7 @@ class _Flow:
     part_blocks: list[int]  # the block of each part
     starts: list[int]  # starts[b]: index of the first word of block b (one extra at the end)
     keys: list[int | None]  # key of each block; None for a block with no words
+    word_keys: list[int]  # the key of the block of each word
 
 
 def _tokenize(parts: list[str], seed: int) -> _Flow:
@@ -302,13 +303,16 @@ def _tokenize(parts: list[str], seed: int) -> _Flow:
         offsets.append(len(words))
         if part == BLOCK:
             starts.append(len(words))
-        elif len(part) > 1 or part not in _MARKER_SET:
+        elif part and not part.isspace() and part not in _MARKER_SET:
             words.extend(findall(part.lower()))
         part_blocks.append(len(starts) - 1)
     offsets.append(len(words))
     starts.append(len(words))
     keys = [block_key(words[a:b], seed) if b > a else None for a, b in zip(starts, starts[1:], strict=False)]
-    return _Flow(words, offsets, part_blocks, starts, keys)
+    word_keys: list[int] = []
+    for key, a, b in zip(keys, starts, starts[1:], strict=False):
+        word_keys.extend([key] * (b - a))
+    return _Flow(words, offsets, part_blocks, starts, keys, word_keys)
 
 
 def _link(
@@ -329,7 +333,7 @@ def _link(
         low, high = max(low, flow.starts[open_block]), min(high, flow.starts[close_block + 1])
     high = min(high, len(flow.words))
     anchor_text = _SPACES.sub(
-        " ", "".join(p for p in parts[first_part + 1 : close_part] if p not in _MARKER_SET)
+        " ", "".join(" " if p == BLOCK else p for p in parts[first_part + 1 : close_part] if p not in _LINKS)
     )
     target, reason = _target(href, base, url_options)
     return Link(
@@ -340,21 +344,9 @@ def _link(
         before=flow.words[low:first],
         anchor=flow.words[first:stop],
         after=flow.words[stop:high],
-        blocks=_word_keys(flow, low, high),
+        blocks=flow.word_keys[low:high],
         block=flow.keys[open_block],
     )
-
-
-def _word_keys(flow: _Flow, low: int, high: int) -> list[int]:
-    """The key of the block of each word low..high-1."""
-    keys: list[int] = []
-    block = bisect.bisect_right(flow.starts, low) - 1
-    while len(keys) < high - low:
-        while flow.starts[block + 1] <= low + len(keys):
-            block += 1
-        n = min(flow.starts[block + 1], high) - (low + len(keys))
-        keys.extend([flow.keys[block]] * n)
-    return keys
 
 
 def _target(href: str, base: str, url_options: urls.UrlOptions) -> tuple[str | None, str | None]:

@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from numba import njit
 
 from lshsql import sqlfiles
 from lshsql.engines.base import Engine
@@ -69,41 +68,46 @@ def trim_fragments(raw_dir: Path, template_blocks: Path, mode: str) -> list[str]
 def trim_batch(
     batch: pa.RecordBatch, template_blocks: np.ndarray, naming: np.ndarray, across: bool = False
 ) -> pa.RecordBatch:
-    """The batch's fragments with their anchor windows cut by `template_blocks` (sorted keys); a template
-    link's fragment keeps its anchor's terms when its block is one of `naming` (sorted), else it is left
-    out. With `across`, windows are not cut: every template term goes and the rest stays, a template
+    """The batch's fragments with their anchor windows cut by `template_blocks` (sorted keys): the terms from
+    just after the last template term before the anchor to just before the first template term after it; a
+    template link's fragment keeps its anchor's terms when its block is one of `naming` (sorted), else it is
+    left out. With `across`, windows are not cut: every template term goes and the rest stays, a template
     link's row too. Rows that are not anchors (no blocks) pass unchanged."""
-    terms = batch.column("terms")
-    blocks = batch.column("blocks")
-    has_blocks = pc.invert(pc.is_null(blocks)).to_numpy(zero_copy_only=False)
-    block_lengths = pc.fill_null(pc.list_value_length(blocks), 0).to_numpy(zero_copy_only=False)
-    block_values = pc.list_flatten(blocks).to_numpy(zero_copy_only=False)
-    block_offsets = np.concatenate([[0], np.cumsum(block_lengths)]).astype(np.int64)
-    term_lengths = pc.fill_null(pc.list_value_length(terms), 0).to_numpy(zero_copy_only=False)
-    term_offsets = np.concatenate([[0], np.cumsum(term_lengths)]).astype(np.int64)
-    link_blocks = batch.column("block")
-    link_keys = pc.fill_null(link_blocks, 0).to_numpy(zero_copy_only=False)
-    link_template = _member(link_keys, template_blocks) & pc.is_valid(link_blocks).to_numpy(
-        zero_copy_only=False
-    )
-    names_target = link_template & _member(link_keys, naming)
-    keep_term, kept_lengths, keep_row = _cut(
-        term_offsets,
-        block_offsets,
-        has_blocks,
-        _member(block_values, template_blocks),
-        pc.fill_null(batch.column("anchor_from"), 0).to_numpy(zero_copy_only=False).astype(np.int64),
-        pc.fill_null(batch.column("anchor_to"), 0).to_numpy(zero_copy_only=False).astype(np.int64),
-        link_template,
-        names_target,
-        across,
-    )
-    offsets = pa.array(np.concatenate([[0], np.cumsum(kept_lengths)]).astype(np.int32))
+    terms, blocks, link_blocks = batch.column("terms"), batch.column("blocks"), batch.column("block")
+    n = batch.num_rows
+    lengths = _numpy(pc.fill_null(pc.list_value_length(terms), 0)).astype(np.int64)
+    row = np.repeat(np.arange(n), lengths)  # the row of each term
+    pos = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # its place in the row
+    anchor = _numpy(pc.is_valid(blocks))
+    template = np.zeros(len(row), dtype=np.bool_)  # blocks are aligned with the terms of anchor rows
+    template[anchor[row]] = _member(_numpy(pc.list_flatten(blocks)), template_blocks)
+    link_keys = _numpy(pc.fill_null(link_blocks, 0))
+    link_template = _member(link_keys, template_blocks) & _numpy(pc.is_valid(link_blocks)) & anchor
+    names = _member(link_keys, naming)
+    first = _numpy(pc.fill_null(batch.column("anchor_from"), 0)).astype(np.int64)[row]
+    stop = _numpy(pc.fill_null(batch.column("anchor_to"), 0)).astype(np.int64)[row]
+    in_anchor = (pos >= first) & (pos < stop)
+    keep_row = np.ones(n, dtype=np.bool_)
+    if across:
+        keep_term = ~template | (in_anchor & ~(link_template & ~names)[row])
+    else:
+        low = np.full(n, -1, dtype=np.int64)  # the last template term before the anchor
+        np.maximum.at(low, row, np.where(template & (pos < first), pos, -1))
+        high = lengths.copy()  # the first template term after it
+        np.minimum.at(high, row, np.where(template & (pos >= stop), pos, lengths[row]))
+        window = (pos > low[row]) & (pos < high[row])
+        keep_term = np.where(link_template[row], in_anchor, window) | ~anchor[row]
+        keep_row = ~link_template | names
+    kept = np.bincount(row, weights=keep_term, minlength=n).astype(np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(kept)]).astype(np.int32))
     values = pc.filter(pc.list_flatten(terms), pa.array(keep_term))
     new_terms = pa.ListArray.from_arrays(offsets, values, type=terms.type)
     columns = [new_terms if name == "terms" else batch.column(name) for name in batch.schema.names]
-    trimmed = pa.RecordBatch.from_arrays(columns, schema=batch.schema)
-    return trimmed.filter(pa.array(keep_row))
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema).filter(pa.array(keep_row))
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -113,47 +117,3 @@ def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     at = np.searchsorted(sorted_keys, values)
     at[at == len(sorted_keys)] = 0
     return sorted_keys[at] == values
-
-
-@njit(cache=True, nogil=True)
-def _cut(
-    term_offsets, block_offsets, has_blocks, template, anchor_from, anchor_to, link_template, names, across
-):
-    """Which terms stay, how many of each row, and which rows stay: outside a template link, the terms from
-    just after the last template term before the anchor to just before the first template term after it;
-    of a template link, the anchor's terms where it names its one target, else nothing. With `across`:
-    the terms that are not template, and the anchor's of a link that is not template or names its target."""
-    n = has_blocks.shape[0]
-    keep_term = np.ones(term_offsets[n], dtype=np.bool_)
-    kept = np.empty(n, dtype=np.int64)
-    keep_row = np.ones(n, dtype=np.bool_)
-    for r in range(n):
-        kept[r] = term_offsets[r + 1] - term_offsets[r]
-        if not has_blocks[r]:
-            continue
-        start, stop = term_offsets[r], term_offsets[r + 1]
-        base = block_offsets[r]
-        low, high = anchor_from[r], anchor_to[r]
-        if across:
-            anchor_kept = not link_template[r] or names[r]
-            n_kept = 0
-            for i in range(stop - start):
-                keep = not template[base + i] or (anchor_kept and low <= i < high)
-                keep_term[start + i] = keep
-                n_kept += keep
-            kept[r] = n_kept
-            continue
-        if link_template[r]:
-            if not names[r]:
-                keep_row[r] = False
-                continue
-        else:
-            while low > 0 and not template[base + low - 1]:
-                low -= 1
-            while high < stop - start and not template[base + high]:
-                high += 1
-        for i in range(stop - start):
-            if i < low or i >= high:
-                keep_term[start + i] = False
-        kept[r] = high - low
-    return keep_term, kept, keep_row
