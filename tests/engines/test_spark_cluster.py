@@ -27,7 +27,8 @@ def write_crawl(path: Path, seed: int = 5) -> Path:
     """A WARC of 24 pages, each linking to 6 of 18 target pages; the anchor text of a target is drawn from
     its group's 8 words (6 groups of 3), so targets of one group are near-duplicates by their anchors."""
     rng = random.Random(seed)
-    groups = [[f"g{g}w{i}" for i in range(8)] for g in range(6)]
+    letters = "abcdefgh"  # words are runs of letters: g0w1 would read as "g w" on every page
+    groups = [[f"g{letters[g]}w{letters[i]}" for i in range(8)] for g in range(6)]
     records = []
     for page in range(24):
         links = []
@@ -81,4 +82,4 @@ def test_run_on_a_standalone_cluster_gives_duckdbs_rows(cluster, tmp_path):
     # the engine is no stage parameter: DuckDB finds the Spark folder, extraction included, up to date
     again = lshsql("run", "crawl.warc.gz", "--work", "spark", "--threshold", "0.3", "--buckets", "2")
     assert again.returncode == 0, again.stderr
-    assert "files read" not in again.stderr and again.stdout.count("up to date") == 12, again.stdout
+    assert "files read" not in again.stderr and again.stdout.count("up to date") == 11, again.stdout

@@ -494,7 +494,7 @@ def test_a_refused_construct_stops_before_spark_runs(spark, tmp_path):
 
     with pytest.raises(StageError, match=r"sql/x.sql: a list index x\[i\] does not transpile to Spark"):
         engine.materialize(
-            spark, "select terms[1] as t from fragments", {}, tmp_path / "x.parquet", name="x.sql"
+            spark, "select terms[position] as t from fragments", {}, tmp_path / "x.parquet", name="x.sql"
         )
     with pytest.raises(StageError, match="missing SQL parameter"):
         engine.materialize(spark, "select $a as a", {}, tmp_path / "y.parquet")

@@ -99,6 +99,11 @@ def fixed(fixup, duckdb_sql: str) -> str:
             "SELECT NULLIF(ARRAY_POSITION(path, url), 0) - 1 AS hops FROM walk",
         ),
         (
+            transpile.fix_list_functions,
+            "select terms[1] as first_term, signature[80] as last from t",
+            "SELECT TRY_ELEMENT_AT(terms, 1) AS first_term, TRY_ELEMENT_AT(signature, 80) AS last FROM t",
+        ),
+        (
             transpile.fix_window_ranks,
             "select row_number() over (order by url) as url_id from urls",
             "SELECT CAST(ROW_NUMBER() OVER (ORDER BY url NULLS LAST) AS BIGINT) AS url_id FROM urls",
@@ -168,7 +173,7 @@ def test_to_spark_docstring_example():
 @pytest.mark.parametrize(
     "duckdb_sql, construct",
     [
-        ("select terms[1] as first_term from fragments", r"a list index x\[i\]"),
+        ("select terms[position] as a_term from fragments", r"a list index x\[i\]"),
         ("select terms[1:2] as head from fragments", r"a list index x\[i\]"),
         ("select log(weight) as l from bags", r"log\(\)"),
         ("select log(2, weight) as l from bags", r"log\(\)"),
