@@ -6,9 +6,12 @@
 create or replace macro lsh_mix64(z, shift, multiplier) as
 (xor(z, z >> shift) * multiplier) & 18446744073709551615;
 
+create or replace macro lsh_finish64(z) as
+xor(z, z >> 31);
+
 create or replace macro lsh_element_x(term_hash, copy_number) as
 cast(
-    xor(
+    lsh_finish64(
         lsh_mix64(
             lsh_mix64(
                 (
@@ -24,23 +27,7 @@ cast(
             ),
             27,
             10723151780598845931
-        ),
-        lsh_mix64(
-            lsh_mix64(
-                (
-                    xor(
-                        cast(term_hash as uhugeint),
-                        (cast(copy_number as uhugeint) * 11400714819323198485) & 18446744073709551615
-                    )
-                    + 11400714819323198485
-                )
-                & 18446744073709551615,
-                30,
-                13787848793156543929
-            ),
-            27,
-            10723151780598845931
-        ) >> 31
+        )
     ) % 2147483647 as bigint
 );
 
