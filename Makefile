@@ -37,7 +37,16 @@ demo: $(VENV)/.demo  ## Run the pipeline on the bundled example crawl and print 
 test: $(VENV)/.test  ## The everyday loop: every test but the slow and Spark ones (uses ../shared/data where present)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not spark"
 
-test-all: $(VENV)/.test-all  ## Every test: the slow ones (long fuzzing, real crawls) and the Spark engine too (CI runs this)
+# The oldest DuckDB readers docs/outputs.md says open DIR/lshsql.duckdb, for tests/e2e/test_catalog.py.
+OLD_DUCKDB := .old-duckdb
+
+$(OLD_DUCKDB)/.done: | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --no-deps --target $(OLD_DUCKDB)/cli duckdb-cli==1.4.4
+	$(BIN)/pip install --quiet --no-deps --target $(OLD_DUCKDB)/py duckdb==1.0.0
+	chmod +x $(OLD_DUCKDB)/cli/bin/duckdb
+	@touch $@
+
+test-all: $(VENV)/.test-all $(OLD_DUCKDB)/.done  ## Every test: the slow ones (long fuzzing, real crawls) and the Spark engine too (CI runs this)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --hypothesis-profile thorough
 
 lint: install  ## ruff check and format check; import-linter's layer and no-cycle contracts (pyproject.toml); sqlfluff on sql/ (.sqlfluff)

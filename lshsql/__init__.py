@@ -50,6 +50,7 @@ _API_NAMES = frozenset(
         "ingest_if_changed",
         "likely_mirrors",
         "mirrors",
+        "open_catalog",
         "params_for",
         "plan",
         "query",

@@ -8,7 +8,7 @@ from lshsql.errors import InputError, LshsqlError, ParamError, StageError
 from lshsql.lsh.plan import plan
 from lshsql.lsh.scurve import choose_kl
 from lshsql.params import Params
-from lshsql.pipeline import STAGES, compiled_sql, extract_params_for, params_for, run
+from lshsql.pipeline import STAGES, compiled_sql, extract_params_for, open_catalog, params_for, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed
 from lshsql.tools.dedup import DedupParams, DedupSummary, dedup, dedup_files, removed
@@ -31,6 +31,7 @@ __all__ = [
     "DedupParams",
     "DedupSummary",
     "compiled_sql",
+    "open_catalog",
     "STAGES",
     "Params",
     "params_for",

@@ -19,7 +19,14 @@ This module re-exports the names the rest of lshsql and the tests use.
 
 from lshsql.pipeline.accounting import has_repeated_rows
 from lshsql.pipeline.batching import pair_ranges, tables_per_batch
-from lshsql.pipeline.catalog import CATALOG, CATALOG_RELATIONS, register_outputs, write_catalog, write_info
+from lshsql.pipeline.catalog import (
+    CATALOG,
+    CATALOG_RELATIONS,
+    open_catalog,
+    register_outputs,
+    write_catalog,
+    write_info,
+)
 from lshsql.pipeline.compiled import compiled_sql
 from lshsql.pipeline.inputs import check_user_table
 from lshsql.pipeline.remembered import extract_params_for, params_for
@@ -65,6 +72,7 @@ __all__ = [
     "sql_file",
     "tables_per_batch",
     "template_context",
+    "open_catalog",
     "write_catalog",
     "write_info",
 ]

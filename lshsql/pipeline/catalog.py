@@ -5,6 +5,7 @@ the same views on a connection of one's own (register_outputs); DIR/info.json, r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -17,6 +18,9 @@ from lshsql.pipeline.inputs import register, user_bags_columns, user_bags_source
 from lshsql.pipeline.stages import BAGS_SOURCE_SQL, STAGE_NAMES, output_path
 
 CATALOG = "lshsql.duckdb"
+# The storage format the catalog is written in: DuckDB 1.0 and every later reader opens it (the
+# duckdb-cli on PyPI and the DuckDB packages users have installed are often a major version behind).
+CATALOG_STORAGE = "v1.0.0"
 
 
 # labels from ingest; merges, cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`; mirrors from
@@ -28,15 +32,19 @@ CATALOG_RELATIONS = (
 
 
 def write_catalog(work: Path) -> Path:
-    """DIR/lshsql.duckdb: a view per output table, so `duckdb DIR/lshsql.duckdb` answers ad-hoc SQL.
-    The views read the Parquet files by absolute path and need no UDF."""
+    """DIR/lshsql.duckdb: a view per output table, so `duckdb lshsql.duckdb` in the work folder answers
+    ad-hoc SQL. The views name the folder's files by relative path (a moved or copied folder keeps working;
+    DuckDB resolves them from its working directory or `file_search_path`, see open_catalog), need no UDF,
+    and are written in storage format CATALOG_STORAGE, under a temporary name then renamed into place."""
     path = work / CATALOG
-    with db.database_file(path) as database, duckdb.connect(database) as con:
-        for relation in ("user_bags", *CATALOG_RELATIONS):
-            con.execute(f"drop view if exists {relation}").fetchall()
+    fresh = path.with_name(CATALOG + ".new")
+    fresh.unlink(missing_ok=True)
+    config = {"storage_compatibility_version": CATALOG_STORAGE}
+    with db.database_file(fresh) as database, duckdb.connect(database, config=config) as con:
+        con.execute("set file_search_path = $work", {"work": str(work.resolve())}).fetchall()
         user_bags = user_bags_source(work)
         if user_bags and user_bags.exists():
-            _catalog_user_bags(con, user_bags)
+            _catalog_user_bags(con, work, user_bags)
         for relation in CATALOG_RELATIONS:
             if relation == "term_counts" and user_bags:
                 continue
@@ -44,12 +52,23 @@ def write_catalog(work: Path) -> Path:
             if source:
                 # DDL takes no parameters: the path is written as a SQL string literal, quotes doubled.
                 con.execute(f"create view {relation} as select * from {source}").fetchall()
+    os.replace(fresh, path)
     return path
 
 
-def _catalog_user_bags(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """term_counts in the catalog as the view of the user's table it is in a run."""
-    source = f"read_parquet({_literal(str(path))})"  # DDL takes no parameters: a literal, quotes doubled
+def open_catalog(work: Path | str, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A connection to DIR/lshsql.duckdb whose views find the folder's files wherever the process runs
+    (its `file_search_path` is the work folder)."""
+    work = Path(work)
+    con = duckdb.connect(str(work / CATALOG), read_only=read_only)
+    con.execute("set file_search_path = $work", {"work": str(work.resolve())}).fetchall()
+    return con
+
+
+def _catalog_user_bags(con: duckdb.DuckDBPyConnection, work: Path, path: Path) -> None:
+    """term_counts in the catalog as the view of the user's table it is in a run (by relative path when the
+    table is inside the work folder, else by absolute path: it stays where the user keeps it)."""
+    source = f"read_parquet({_literal(_relative(work, path))})"  # DDL takes no parameters: a literal
     columns = {name for name, *_ in con.execute(f"describe select * from {source}").fetchall()}
     con.execute(f"create view user_bags as select {user_bags_columns(columns)} from {source}").fetchall()
     DuckDBEngine(con).stage_view(sqlfiles.load(BAGS_SOURCE_SQL), "term_counts")
@@ -59,10 +78,19 @@ def _view_source(work: Path, relation: str) -> str | None:
     if relation == "fragments":
         if not (work / "fragments").exists():
             return None
-        files = ", ".join(_literal(str(Path(f).resolve())) for f in workdir.fragment_files(work))
+        files = ", ".join(_literal(_relative(work, Path(f))) for f in workdir.fragment_files(work))
         return f"read_parquet([{files}], hive_partitioning = true)" if files else None
     path = output_path(work, relation)
-    return f"read_parquet({_literal(str(path.resolve()))})" if path.exists() else None
+    return f"read_parquet({_literal(_relative(work, path))})" if path.exists() else None
+
+
+def _relative(work: Path, path: Path) -> str:
+    """`path` relative to the work folder when it is inside it (with / separators), else absolute."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(work.resolve()).as_posix()
+    except ValueError:
+        return str(resolved)
 
 
 def _literal(text: str) -> str:

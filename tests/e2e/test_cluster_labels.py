@@ -171,7 +171,7 @@ def test_cut_gets_labels_from_the_same_file(runs, tmp_path):
     assert counts["label_rows"] == rows("select count(*) from read_parquet($l)", l=labels_path)[0][0]
     from_cut = explore.cluster_labels(work, from_cut=True, n=10)
     assert len(from_cut) == len(big) and "configur" not in {w for ws in from_cut.values() for w in ws}
-    with duckdb.connect(str(work / "lshsql.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(work / "lshsql.duckdb"), read_only=True) as con:  # listing views reads no file
         catalog = {
             name
             for (name,) in con.execute("select view_name from duckdb_views() where not internal").fetchall()

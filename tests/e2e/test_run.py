@@ -149,7 +149,9 @@ def test_only_changed_stages_rerun(example_run, tmp_path, cli):
 
 
 def test_catalogue_views_work_without_the_udf(example_run):
-    with duckdb.connect(str(example_run / "lshsql.duckdb"), read_only=True) as con:
+    from lshsql.pipeline import open_catalog
+
+    with open_catalog(example_run) as con:
         counts = {
             name: con.execute(f"select count(*) from {name}").fetchall()[0][0]
             for name in (
