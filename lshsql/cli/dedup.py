@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from lshsql.cli.options import MaxSpill, MemoryLimit, Quiet, Threads, progress, resources, say
+from lshsql.cli.options import MaxSpill, MemoryLimit, Quiet, Threads, resources
 from lshsql.cli.output import echo_lines
+from lshsql.cli.progress import shown
 
 
 def dedup(
@@ -94,16 +95,17 @@ def dedup(
         seed=seed,
     )
     work = work or out.with_name(out.name + ".work")
-    summary = dedup_files(
-        inputs,
-        work,
-        params,
-        out=out,
-        removed=removed,
-        removed_rows=removed_rows,
-        against=against,
-        resources=resources(work, threads, memory_limit, max_spill),
-        log=say(quiet),
-        progress=progress(quiet, "MB of text"),
-    )
+    with shown(quiet) as display:
+        summary = dedup_files(
+            inputs,
+            work,
+            params,
+            out=out,
+            removed=removed,
+            removed_rows=removed_rows,
+            against=against,
+            resources=resources(work, threads, memory_limit, max_spill),
+            log=display.log,
+            progress=display.reading("MB of text"),
+        )
     echo_lines(summary.lines())

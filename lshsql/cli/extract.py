@@ -31,11 +31,11 @@ from lshsql.cli.options import (
     WindowBlocks,
     Work,
     engine_options,
-    progress,
     resources,
     stopword_file,
 )
 from lshsql.cli.output import echo_lines
+from lshsql.cli.progress import shown
 
 
 def extract(
@@ -95,14 +95,15 @@ def extract(
         template_share=template_share,
         window_blocks=window_blocks,
     )
-    summary = run_extract(
-        crawl,
-        work,
-        params,
-        resources(work, threads, memory_limit, max_spill),
-        progress(quiet),
-        **engine_options(engine, spark_master, spark_conf),
-    )
+    with shown(quiet) as display:
+        summary = run_extract(
+            crawl,
+            work,
+            params,
+            resources(work, threads, memory_limit, max_spill),
+            display.reading("MB of HTML"),
+            **engine_options(engine, spark_master, spark_conf),
+        )
     echo_lines(summary.lines())
 
 
@@ -162,10 +163,15 @@ def ingest(
         extra_stopwords=stopword_file(extra_stopwords),
         buckets=buckets,
     )
-    shown = progress(quiet, "M characters of text")
-    summary = ingest_if_changed(
-        docs, work, params, resources(work, threads, memory_limit, max_spill), shown, force
-    )
+    with shown(quiet) as display:
+        summary = ingest_if_changed(
+            docs,
+            work,
+            params,
+            resources(work, threads, memory_limit, max_spill),
+            display.reading("M characters of text"),
+            force,
+        )
     if summary is None:
         typer.echo(f"up to date: {work} holds these documents with these options (--force re-reads them)")
         return

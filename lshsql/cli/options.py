@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 import typing
 from dataclasses import fields
 from pathlib import Path
@@ -162,21 +161,6 @@ def resources(work: Path, threads: int | None, memory_limit: str | None, max_spi
 def say(quiet: bool):
     """The log of a command: lines on standard error, or None with --quiet."""
     return None if quiet else (lambda line: typer.echo(line, err=True))
-
-
-def progress(quiet: bool, what: str = "MB of HTML"):
-    """The progress callback of a reader: records and bytes read, every 2 seconds, or None with --quiet."""
-    if quiet:
-        return None
-    last = [0.0]
-
-    def show(records: int, n_bytes: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 2.0:
-            last[0] = now
-            typer.echo(f"  ... {records} records read, {n_bytes / 1e6:.1f} {what}", err=True)
-
-    return show
 
 
 def stopword_file(path: Path | None) -> frozenset[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
@@ -39,12 +40,11 @@ from lshsql.cli.options import (
     Work,
     engine_options,
     param_options,
-    progress,
     resources,
-    say,
     stopword_file,
 )
 from lshsql.cli.output import echo_lines
+from lshsql.cli.progress import shown
 
 
 def _extract_options(given: dict) -> dict:
@@ -89,7 +89,8 @@ def _run(
         if options["engine"] == "spark"
         else nullcontext()
     )
-    with workdir.writing(work), spark_session as shared:
+    started = time.perf_counter()
+    with workdir.writing(work), spark_session as shared, shown(quiet) as display:
         if force:
             manifest.set_aside_if_damaged(work)
         if shared:
@@ -100,7 +101,8 @@ def _run(
             )
 
             params = extract_params_for(work, **_extract_options(extract_given))
-            summary = extract_if_changed(crawl, work, params, resources_, progress(quiet), force, **options)
+            reading = display.reading("MB of HTML")
+            summary = extract_if_changed(crawl, work, params, resources_, reading, force, **options)
             if summary and not quiet:
                 typer.echo("\n".join(summary.lines()), err=True)
         only = (stage_name,) if stage_name else None
@@ -111,7 +113,7 @@ def _run(
             resources=resources_,
             force=force,
             only=only,
-            log=say(quiet),
+            log=display.log,
             **options,
         )
     echo_lines(result.lines())
@@ -119,6 +121,8 @@ def _run(
     typer.echo(
         f"k={p.k} l={p.l} m={p.num_perm} threshold={p.threshold}  ->  {work}/pairs.parquet, clusters.parquet"
     )
+    if crawl:  # the run's own time is the table's last line
+        typer.echo(f"total time (extraction and stages): {time.perf_counter() - started:.2f} s")
 
 
 @param_options()

@@ -27,6 +27,7 @@ from lshsql.cli.options import (
     say,
 )
 from lshsql.cli.output import OutputFormat, echo_lines, print_table
+from lshsql.cli.progress import shown
 
 
 def plan(
@@ -150,14 +151,15 @@ def hierarchy(
         max_bucket=max_bucket,
         level_thresholds=level_thresholds,
     )
-    summary = build(
-        work,
-        params,
-        params_for(work, **given),
-        resources(work, threads, memory_limit, max_spill),
-        log=say(quiet),
-        **engine_options(engine, spark_master, spark_conf),
-    )
+    with shown(quiet) as display:
+        summary = build(
+            work,
+            params,
+            params_for(work, **given),
+            resources(work, threads, memory_limit, max_spill),
+            log=display.log,
+            **engine_options(engine, spark_master, spark_conf),
+        )
     echo_lines(summary.lines())
 
 

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import sqlfiles
+from lshsql import progress, sqlfiles
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 
@@ -347,6 +347,7 @@ def materialize_in_parts(
                 prepare(number)
             bound = params | (part_params[number] if part_params else {})
             engine.materialize(sql, bound, Path(parts) / f"part-{number:05d}.parquet", context)
+            progress.step("batch", number + 1, len(contexts))
         engine.register({"parts": sorted(str(p) for p in Path(parts).glob("*.parquet"))})
         return engine.materialize_query(combine, {}, out, compression, table=table)
     finally:

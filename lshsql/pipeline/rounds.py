@@ -4,7 +4,7 @@ center)` for sql/62_clusters.sql; `lshsql hierarchy` runs the component rounds t
 
 from __future__ import annotations
 
-from lshsql import sqlfiles
+from lshsql import progress, sqlfiles
 from lshsql.engines.base import Engine
 from lshsql.errors import StageError
 
@@ -24,6 +24,7 @@ def center(engine: Engine) -> int:
         if rounds > MAX_ROUNDS or not engine.to_table(sql, {}, "center_round"):
             raise StageError("CENTER made no progress; this is a bug")
         engine.append("assignments", "select node, center from center_round")
+        progress.step("round", rounds)
         engine.append("centers", "select node from center_round where node = center")
         engine.table("active_nodes", "select node from active_nodes anti join center_round using (node)")
         # drop edges into decided nodes and edges out of new members; edges out of centers stay
@@ -50,6 +51,7 @@ def components(engine: Engine) -> int:
             "where component_round.label <> labels.label"
         )
         engine.table("labels", "select * from component_round")
+        progress.step("round", rounds)
         if not changed or rounds > MAX_ROUNDS:
             break
     engine.table("assignments", "select node, label as center from labels")

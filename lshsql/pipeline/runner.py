@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lshsql import __version__, manifest, schemas, sqlfiles, workdir
+from lshsql import __version__, manifest, progress, schemas, sqlfiles, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
@@ -37,6 +37,7 @@ class RunSummary:
     work: Path
     params: Params
     stages: dict[str, dict] = field(default_factory=dict)
+    seconds: float = 0.0  # the whole call, checks and catalog included
 
     def lines(self) -> list[str]:
         out = [f"{'stage':<14}{'rows':>12}  seconds"]
@@ -53,6 +54,7 @@ class RunSummary:
                 f"bags: {empty:,} of {self.stages['bags']['urls']:,} URLs have an empty bag (every term "
                 "dropped: --min-df, --max-df, or in every URL): in no pair and no cluster"
             )
+        out.append(f"time: {self.seconds:.2f} s")
         return out
 
 
@@ -84,8 +86,13 @@ def run(
     Example:
         >>> summary = run("work/example", Params(threshold=0.5))  # doctest: +SKIP
     """
+    started = time.perf_counter()
     with workdir.writing(work):
-        return _run(Path(work), params, bags, resources, force, only, log, engine, spark_master, spark_conf)
+        summary = _run(
+            Path(work), params, bags, resources, force, only, log, engine, spark_master, spark_conf
+        )
+    summary.seconds = time.perf_counter() - started
+    return summary
 
 
 def _run(
@@ -151,9 +158,11 @@ def _run(
                 and stage.name not in replaced
             ):
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
+                progress.stage_finished(stage.name, 0.0, skipped=True)
                 continue
             if log:
                 log(f"  {stage.name} ...")
+            progress.stage_started(stage.name)
             started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
             ran = extra.pop(COMPILED, None)
@@ -172,6 +181,7 @@ def _run(
             if ran:  # DIR/compiled/<stage>.sql: the SQL this run ran, for `lshsql sql`
                 compiled.write(work, stage.name, ran)
             summary.stages[stage.name] = entry
+            progress.stage_finished(stage.name, entry["seconds"])
     data = manifest.read(work)
     data["requested_params"] = requested  # what was asked: `lshsql run` keeps it for options not given again
     data["params"] = params.to_json()  # what was used, k and l included
@@ -192,6 +202,7 @@ def run_stages(
     dedup` writes urls, bags and signatures itself); they always run, and each is recorded in the manifest
     with its parameters, as `run` records it. k and l left None are planned from the signatures."""
     work = Path(work)
+    started = time.perf_counter()
     plan_tables = params.k is None and params.l is None
     params = scurve.resolve(params, whole_sets=True)
     summary = RunSummary(work, params)
@@ -203,6 +214,7 @@ def run_stages(
                 params = summary.params = _plan_tables(engine, work, params)
             if log:
                 log(f"  {stage.name} ...")
+            progress.stage_started(stage.name)
             started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](engine, stage, params, work, None)
             ran = extra.pop(COMPILED, None)
@@ -219,11 +231,13 @@ def run_stages(
             if ran:
                 compiled.write(work, stage.name, ran)
             summary.stages[stage.name] = entry
+            progress.stage_finished(stage.name, entry["seconds"])
     data = manifest.read(work)
     data["params"] = params.to_json()
     manifest.write(work, data)
     write_catalog(work)
     write_info(work)
+    summary.seconds = time.perf_counter() - started
     return summary
 
 

@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -273,7 +273,20 @@ def _write_raw(
         raw_dir,
         workers,
         progress,
+        _extent(sources),
     )
+
+
+def _extent(sources: list[tuple[int, Source]]) -> tuple[Callable[[int, object], int], int] | None:
+    """For progress: the input bytes read up to a record (the sizes of the files before its file, and its
+    offset in it) and the bytes of all inputs; None when a source is a folder of pages."""
+    if any(source.kind == "htmldir" for _, source in sources):
+        return None
+    before, total = {}, 0
+    for file_no, source in sources:
+        before[file_no] = total
+        total += os.path.getsize(source.path)
+    return (lambda record_id, record: before[record_id >> 32] + record.source_offset), total
 
 
 def _batches(sources: list[tuple[int, Source]], params: ExtractParams) -> Iterator[tuple[list, list]]:

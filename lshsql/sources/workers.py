@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 
 from lshsql.sources.nltk_import import only_lshsql_here
 
-Progress = Callable[[int, int], None]  # called with (records read, bytes read) after each batch
+# called after each batch with (records read, bytes read) and, for inputs of known size, (input bytes
+# read, input bytes in all)
+Progress = Callable[..., None]
 
 
 def write_raw_tables(
@@ -29,11 +31,13 @@ def write_raw_tables(
     raw_dir: Path,
     workers: int,
     progress: Progress | None,
+    extent: tuple[Callable[[int, object], int], int] | None = None,
 ) -> int:
     """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
     pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded; an input of
     one batch in this process) and their rows streamed, in input order, to raw_dir/<table>.parquet; returns
-    the number of records read. `parse` must be picklable (a module-level function or a partial of one)."""
+    the number of records read. `parse` must be picklable (a module-level function or a partial of one).
+    `extent`, for progress: (the input bytes read up to an item (record_id, record), the input's bytes)."""
     batches = iter(batches)
     head = list(itertools.islice(batches, 2))
     if len(head) < 2:  # one batch is parsed here: a pool would only add its start and the batch's round trip
@@ -62,7 +66,10 @@ def write_raw_tables(
                 pending.append(pool.submit(parse, batch) if pool else parse(batch))
             while len(pending) > 2 * workers:
                 write(_result(pending.popleft()))
-            if progress:
+            if progress and extent:
+                last = max(batch[-1:] + skipped[-1:], key=lambda item: item[0])
+                progress(n_read, n_size, extent[0](*last), extent[1])
+            elif progress:
                 progress(n_read, n_size)
         while pending:
             write(_result(pending.popleft()))
