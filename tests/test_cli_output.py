@@ -174,3 +174,61 @@ def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path, lshsql
     result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "csv")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["Count", "1"]
+
+
+def test_a_table_shows_lists_on_lines_rounds_floats_and_marks_what_it_cuts(capsys):
+    import pyarrow as pa
+
+    from lshsql.cli.output import print_table
+
+    long = "x" * 150
+    table = pa.table(
+        {
+            "similarity": [0.25360230547550433, 1.0],
+            "words": [["alpha", "beta"], []],
+            "members": [["http://a.example/1", "http://b.example/2"], ["http://c.example/3"]],
+            "note": [long, None],
+        }
+    )
+    print_table(table)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["0.254", "alpha", "beta", "http://a.example/1", "x" * 99 + "…"]
+    assert lines[3].split() == ["http://b.example/2"]  # the second member, on its own line under the first
+    assert lines[3].index("http://b") == lines[2].index("http://a")
+    assert lines[4].split() == ["1.0", "http://c.example/3"]
+    print_table(table, "json")
+    first = strict_json(capsys.readouterr().out.splitlines()[0])
+    assert first["words"] == ["alpha", "beta"] and first["similarity"] == 0.25360230547550433
+    print_table(table, "csv")
+    assert capsys.readouterr().out.splitlines()[1].startswith("0.25360230547550433,alpha beta,http://a")
+
+
+def test_clusters_json_gives_members_and_terms_as_lists(example_run, lshsql_command):
+    result = lshsql_command("clusters", "--work", str(example_run), "--limit", "2", "--format", "json")
+    rows = [strict_json(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert isinstance(row["members"], list) and len(row["members"]) == min(5, row["size"])
+        assert (
+            isinstance(row["top_terms"], list) and row["top_terms"] and " " not in "".join(row["top_terms"])
+        )
+        assert row["center"] in row["members"] or row["size"] > 5
+
+
+def test_related_without_a_pair_names_the_nearest_candidate(example_run, lshsql_command):
+    lonely = duckdb.sql(
+        "select url from read_parquet($urls) where url_id not in "
+        "(select u_id from read_parquet($pairs) union all select v_id from read_parquet($pairs)) "
+        "and url_id in (select u_id from read_parquet($candidates)) order by url limit 1",
+        params={
+            "urls": str(example_run / "urls.parquet"),
+            "pairs": str(example_run / "pairs.parquet"),
+            "candidates": str(example_run / "candidates.parquet"),
+        },
+    ).fetchall()[0][0]
+    result = lshsql_command("related", lonely, "--work", str(example_run))
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[2:] == []  # the header only
+    hint = result.stderr.strip()
+    assert hint.startswith(f"no URL is paired with {lonely}; the nearest URL LSH found for it: http")
+    assert " positions; `lshsql explain` the two" in hint

@@ -72,30 +72,51 @@ def columns_and_rows(table) -> tuple[list[str], list[tuple]]:
 
 
 def print_table(table, fmt: str = "table", wrap_last: bool = False) -> None:
-    """Print a table (see columns_and_rows) as aligned text (cells cut at 100 characters, or with
-    `wrap_last` the last column wrapped onto more lines), as CSV, or as JSON Lines (one object per row,
-    column names as keys)."""
+    """Print a table (see columns_and_rows) as aligned text, as CSV, or as JSON Lines (one object per row,
+    column names as keys). As text, a list cell shows its items on lines (URLs one a line), a float 3
+    decimals, and a longer cell is cut at 100 characters with an ellipsis (or with `wrap_last` the last
+    column wrapped); CSV joins a list's items with spaces."""
     columns, rows = columns_and_rows(table)
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
-        writer.writerows(rows)
+        writer.writerows([[_csv_value(v) for v in row] for row in rows])
     elif fmt == "json":
         for row in rows:
             record = {name: _json_value(v) for name, v in zip(columns, row, strict=True)}
             typer.echo(json.dumps(record, default=str, ensure_ascii=False, allow_nan=False))
     else:
-        cells = [
-            columns,
-            *[["" if v is None else printable(str(v), lines=False) for v in row] for row in rows],
-        ]
-        widths = [min(max(len(row[i]) for row in cells), 100) for i in range(len(columns))]
-        indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
+        cells = [[[name] for name in columns]]
+        for row in rows:
+            cells.append([_text_lines(v, wrap_last and i == len(columns) - 1) for i, v in enumerate(row)])
+        widths = [max(len(line) for row in cells for line in row[i]) for i in range(len(columns))]
         for n, row in enumerate(cells):
-            last = textwrap.wrap(row[-1], 100, break_on_hyphens=False) if wrap_last and row[-1] else [row[-1]]
-            line = "  ".join(v[:100].ljust(w) for v, w in zip([*row[:-1], last[0]], widths, strict=True))
-            typer.echo(line.rstrip())
-            for more in last[1:]:
-                typer.echo(indent + more)
+            for k in range(max(len(cell) for cell in row)):
+                parts = [cell[k] if k < len(cell) else "" for cell in row]
+                typer.echo("  ".join(v.ljust(w) for v, w in zip(parts, widths, strict=True)).rstrip())
             if n == 0:
                 typer.echo("  ".join("-" * w for w in widths))
+
+
+def _text_lines(value: object, wrap: bool) -> list[str]:
+    """A table cell as the lines it shows."""
+    if value is None:
+        return [""]
+    if isinstance(value, list | tuple):
+        items = [_cut(printable(str(v), lines=False)) for v in value]
+        if all(len(item) <= 24 and "/" not in item for item in items):  # words: packed, 48 characters a line
+            return textwrap.wrap(" ".join(items), 48, break_long_words=False) or [""]
+        return items or [""]  # URLs and long items: one a line
+    if isinstance(value, float) and math.isfinite(value):
+        text = f"{value:.3f}".rstrip("0")
+        return [text + "0" if text.endswith(".") else text]
+    text = printable(str(value), lines=False)
+    return textwrap.wrap(text, 100, break_on_hyphens=False) or [""] if wrap else [_cut(text)]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def _csv_value(value: object) -> object:
+    return " ".join(str(v) for v in value) if isinstance(value, list | tuple) else value

@@ -26,9 +26,21 @@ def related(
 
     Example: lshsql related https://docs.python.example/3.11/library/index.html --work work
     """
+    from lshsql.tools.explore import nearest
     from lshsql.tools.explore import related as find_related
 
-    print_table(find_related(work, url, limit, resources(work, threads, memory_limit, max_spill)), format)
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    found = find_related(work, url, limit, resources_)
+    print_table(found, format)
+    if not found.num_rows:
+        near = nearest(work, url, resources_)
+        hint = (
+            f"the nearest URL LSH found for it: {near[0]} (signatures agree on {near[1]} of {near[2]} "
+            "positions; `lshsql explain` the two, or lower --threshold)"
+            if near
+            else "no URL shares an LSH bucket with it (lower --threshold to look further)"
+        )
+        typer.echo(f"no URL is paired with {url}; {hint}", err=True)
 
 
 def clusters(

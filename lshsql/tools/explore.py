@@ -156,6 +156,40 @@ def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources
         return fetch_arrow(con, QUERIES["related"], {"url": found, "limit": limit})
 
 
+def nearest(work: str | Path, url: str, resources: db.Resources | None = None) -> tuple[str, int, int] | None:
+    """For a URL without pairs: the URL that shares most LSH buckets with it among its candidates (those
+    LSH found but verification dropped), most agreeing signature positions first, as (url, positions
+    agreeing, signature length); None when no URL shares a bucket with it."""
+    work = Path(work)
+    with open_work(work, resources) as con:
+        require_outputs(work, "urls", "candidates", "signatures")
+        found = find_url(con, url)
+        if found is None:
+            raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+        hashes = [c for c in con.sql("select * from signatures limit 0").columns if c != "url_id"]
+        agree = " + ".join(f"cast(mine.{h} = theirs.{h} as integer)" for h in hashes)  # column names only
+        rows = con.execute(
+            f"""
+            with me as (select url_id from urls where url = $url),
+            other as (
+                select case when candidates.u_id = me.url_id then candidates.v_id else candidates.u_id end
+                    as url_id
+                from candidates, me
+                where me.url_id in (candidates.u_id, candidates.v_id)
+            )
+            select urls.url, {agree} as n_agree
+            from other
+            inner join urls on other.url_id = urls.url_id
+            inner join signatures as theirs on other.url_id = theirs.url_id
+            cross join (select signatures.* from signatures, me where signatures.url_id = me.url_id) as mine
+            order by n_agree desc, urls.url
+            limit 1
+            """,
+            {"url": found},
+        ).fetchall()
+    return (rows[0][0], int(rows[0][1]), len(hashes)) if rows else None
+
+
 def canonical(url: str) -> str:
     """The URL canonicalized as extraction does; an odd URL (or a document id) as written."""
     with contextlib.suppress(urls.UrlError):
@@ -185,9 +219,9 @@ def top_clusters(
     sort: str = "size",
 ) -> pa.Table:
     """The largest clusters: size, pair_share and min_pair_similarity (the chaining diagnostics, rounded to 3
-    decimals), center, top_terms (the readable words of their labels, the terms that weigh most in them, see
-    cluster_labels; none for a URL without a pair) and members (the first ones, in URL order, separated by
-    spaces). sort "pair_share" or "min_pair_similarity" puts the lowest first (chains; singletons last),
+    decimals), center, top_terms (the readable words of their labels, the terms that weigh most in them,
+    see cluster_labels; none for a URL without a pair) and members (the first ones, in URL order), both
+    lists. sort "pair_share" or "min_pair_similarity" puts the lowest first (chains; singletons last),
     ties largest first; a clusters table made before these columns shows them empty."""
     if sort not in CLUSTER_SORTS:
         raise ParamError(f"sort must be {', '.join(CLUSTER_SORTS[:-1])} or {CLUSTER_SORTS[-1]}, got {sort!r}")
@@ -202,7 +236,7 @@ def top_clusters(
         )
     center_ids = found.column("center_id").to_pylist()
     words = cluster_labels(work, center_ids, n=terms, resources=resources)
-    top_terms = pa.array([" ".join(words[center_id]) for center_id in center_ids], pa.string())
+    top_terms = pa.array([words[center_id] for center_id in center_ids], pa.list_(pa.string()))
     return found.drop_columns(["center_id"]).add_column(4, "top_terms", top_terms)
 
 
@@ -378,7 +412,7 @@ QUERIES = {
             round(biggest.min_pair_similarity, 3) as min_pair_similarity,
             biggest.center,
             biggest.center_id,
-            (select string_agg(url, ' ' order by rank) from members_ranked
+            (select list(url order by rank) from members_ranked
              where members_ranked.center_id = biggest.center_id and rank <= $members) as members
         from biggest
         order by

@@ -284,7 +284,7 @@ def _clusters_html(work: Path, resources: db.Resources) -> str:
     rows = []
     for rank, row in enumerate(table.to_pylist(), 1):
         size, center, terms, members = row["size"], row["center"], row["top_terms"], row["members"]
-        items = "".join(f"<li>{url_html(m)}</li>" for m in (members or "").split())
+        items = "".join(f"<li>{url_html(m)}</li>" for m in members or [])
         rows.append(
             [
                 _num(rank),
@@ -292,7 +292,7 @@ def _clusters_html(work: Path, resources: db.Resources) -> str:
                 _share(row["pair_share"]),
                 _share(row["min_pair_similarity"]),
                 url_html(center),
-                escape(terms or ""),
+                escape(" ".join(terms or [])),
                 f'<ul class="members">{items}</ul>',
             ]
         )

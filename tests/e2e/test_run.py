@@ -209,7 +209,9 @@ def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path, cli):
         "top_terms",
         "members",
     ]
-    assert len(clusters.splitlines()) == 5
+    # three clusters of at least 5 members each, one member a line (and the top terms wrapped beside them)
+    assert len(clusters.splitlines()) == 2 + 3 * 5
+    assert len([line for line in clusters.splitlines() if line[:1].isdigit()]) == 3
     related = cli(
         "related",
         "https://docs.python.example/3.11/library/site.html",
