@@ -65,7 +65,7 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
             {"u": u_id, "v": v_id},
         ).fetchall()
         tables = _collided_tables(con, work, agree)
-    texts = _texts(where, params, db.for_work(work, resources))
+    texts = document_texts(where, params, db.for_work(work, resources))
     n, chars = (params["char_shingle"], True) if params["char_shingle"] else (params["shingle"], False)
     shared = sets[u_id] & sets[v_id]
     return {
@@ -114,7 +114,9 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
     return out + ([f"  {other}  {similarity:.3f}" for other, similarity in pairs] or ["  none"])
 
 
-def _texts(where: list[tuple[int, str, int]], params: dict, resources: db.Resources) -> dict[int, str]:
+def document_texts(
+    where: list[tuple[int, str, int]], params: dict, resources: db.Resources
+) -> dict[int, str]:
     """The text of each (url_id, file, ord), read again from its file; none for an in-memory table or a
     file that is gone."""
     texts: dict[int, str] = {}
