@@ -122,6 +122,13 @@ def test_search_finds_clusters_by_word_url_or_title_and_lists_the_urls(example):
     for center in linked_urls(by_host):
         assert unquote(center).startswith("https://docs.python.example/")  # every one holds such a member
     assert "No cluster matches." in ok(example, "/?q=zzzznothing")
+    by_word = ok(example, "/?q=Arbeitsplatzumgebung")  # a word of the labels only, in any case
+    assert "http://packages.debian.org/sid/task-cinnamon-desktop" in [
+        unquote(u) for u in linked_urls(by_word)
+    ]
+    by_title = ok(example, "/?q=exception%20handling")  # a title's words, in any case
+    exceptions = quote("https://docs.python.example/3.11/c-api/exceptions.html", safe="")
+    assert exceptions in by_title.split("<h2>")[1]
 
 
 def test_cluster_page_shows_members_by_similarity_with_snippets_and_chaining(example_run, example):

@@ -102,8 +102,9 @@ with members as (
     select url, url_id, is_center from clusters where center_id = $id
 ),
 to_center as (
-    select case when u_id = $id then v_id else u_id end as url_id, similarity
-    from pairs where u_id = $id or v_id = $id
+    select v_id as url_id, similarity from pairs where u_id = $id
+    union all
+    select u_id as url_id, similarity from pairs where v_id = $id
 ),
 used as (
     select

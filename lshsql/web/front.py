@@ -12,24 +12,38 @@ from lshsql.web.site import Site, connect
 
 TERMS = 8
 URLS_FOUND = 20
-HOST = r"lower(regexp_extract(clusters.url, '^[A-Za-z][A-Za-z0-9+.-]*://([^/:?#@]+)', 1))"
-# Each filter given adds one of these conditions (fixed SQL; the values are bound by name).
+# Each filter given adds one of these conditions (fixed SQL; the values are bound by name). A cluster's
+# order is size, then center_id: the center's URL order, since url_ids follow the byte order of URLs, and an
+# integer sorts far faster than a URL at a deep offset.
 CONDITIONS = {
-    "q": """clusters.center_id in (
-        select clusters.center_id from clusters where contains(lower(clusters.url), $q)
-        union all
-        select clusters.center_id from clusters semi join pages
-            on clusters.url = pages.url and pages.skip_reason is null and contains(lower(pages.title), $q)
-        union all
-        select cluster_labels.center_id from cluster_labels where cluster_labels.word = $q
-            or cluster_labels.term = $q
+    "q": "clusters.center_id in (select center_id from searched)",
+    "host": """clusters.center_id in (
+        select clusters.center_id from clusters
+        where starts_with(clusters.url, 'http://' || $host || '/')
+            or starts_with(clusters.url, 'https://' || $host || '/')
     )""",
-    "host": f"clusters.center_id in (select clusters.center_id from clusters where {HOST} = $host)",
     "fetched": """clusters.center_id in (
         select clusters.center_id from clusters semi join pages
             on clusters.url = pages.url and pages.skip_reason is null
     )""",
 }
+# The members a search finds, made once per request: the clusters it matches and the URLs it lists come
+# from the same scan. URLs are matched as typed (they are case-sensitive); titles and words ignore case.
+SEARCH = """
+create temp table found_urls as
+select clusters.url, clusters.url_id, clusters.center_id, clusters.size
+from clusters
+where contains(clusters.url, $q)
+    or clusters.url in (
+        select pages.url from pages where pages.skip_reason is null and contains(lower(pages.title), $lower)
+    )
+"""
+SEARCHED = """
+create temp table searched as
+select center_id from found_urls
+union all
+select center_id from cluster_labels where word = $lower or term = $lower
+"""
 
 
 def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
@@ -40,23 +54,25 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
     min_size = layout.integer(query, "min_size", 1, 1, 2**62)
     limit = layout.integer(query, "limit", layout.PAGE_SIZE, 1, layout.MAX_PAGE_SIZE)
     offset = layout.integer(query, "offset", 0, 0, 2**62)
-    given = {"q": q.lower(), "host": host, "fetched": fetched}
+    given = {"q": q, "host": host, "fetched": fetched}
     conditions = [CONDITIONS[name] for name, value in given.items() if value]
     where = " and ".join(["clusters.is_center", "clusters.size >= $min_size", *conditions])
-    params = {name: value for name, value in given.items() if value and name != "fetched"}
-    params["min_size"] = min_size
+    params: dict[str, object] = {"min_size": min_size} | ({"host": host} if host else {})
     chaining = "clusters.min_pair_similarity" if site.has_chaining else "cast(null as double)"
     with connect(site) as con:
+        if q:
+            con.execute(SEARCH, {"q": q, "lower": q.lower()}).fetchall()
+            con.execute(SEARCHED, {"lower": q.lower()}).fetchall()
         total = con.execute(f"select count(*) from clusters where {where}", params).fetchone()[0]
         rows = con.execute(
             f"select clusters.center_id, clusters.center, clusters.size, {chaining} from clusters "
-            f"where {where} order by clusters.size desc, clusters.center limit $limit offset $offset",
+            f"where {where} order by clusters.size desc, clusters.center_id limit $limit offset $offset",
             params | {"limit": limit, "offset": offset},
         ).fetchall()
         centers = [row[1] for row in rows]
         titles = _titles(con, centers)
         labels = _labels(con, [row[0] for row in rows])
-        found = _urls_found(con, q.lower()) if q else []
+        found = _urls_found(con) if q else []
     kept = {
         "q": q,
         "host": host,
@@ -100,21 +116,13 @@ def _labels(con: duckdb.DuckDBPyConnection, center_ids: list[int]) -> dict[int, 
     )
 
 
-def _urls_found(con: duckdb.DuckDBPyConnection, q: str) -> list[tuple]:
-    """URLs whose text or title holds `q`, with their cluster: the first URLS_FOUND in URL order."""
-    return con.execute(
-        """
-        with titled as (
-            select url, arg_max(title, record_id) as title from pages where skip_reason is null group by url
-        )
-        select clusters.url, clusters.center_id, clusters.size, titled.title
-        from clusters left join titled on clusters.url = titled.url
-        where contains(lower(clusters.url), $q) or contains(lower(titled.title), $q)
-        order by clusters.url
-        limit $n
-        """,
-        {"q": q, "n": URLS_FOUND},
+def _urls_found(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """The first URLS_FOUND URLs the search found, in URL order, with their cluster and title."""
+    first = con.execute(
+        "select url, center_id, size from found_urls order by url_id limit $n", {"n": URLS_FOUND}
     ).fetchall()
+    titles = _titles(con, [url for url, _, _ in first])
+    return [(url, center_id, size, titles.get(url)) for url, center_id, size in first]
 
 
 def _form(q: str, host: str, fetched: bool, min_size: int) -> str:

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import duckdb
 
-from lshsql import manifest
+from lshsql import manifest, schemas
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
 from lshsql.pipeline import output_path
 from lshsql.tools.explore import open_work
-from lshsql.tools.show import _ensure_pages_and_links
 
 # What every page reads: a work folder without them has not finished `lshsql run` (or `dedup`).
 NEEDED = ("urls", "pairs", "clusters")
@@ -57,18 +56,22 @@ def open_site(work: str | Path, resources: db.Resources | None = None) -> Site:
 @contextmanager
 def connect(site: Site) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection with a view per output of the work folder, and `pages`, `links` and `cluster_labels`
-    always there (empty when the folder has none)."""
+    always there, with their documented columns (empty when the folder has none)."""
     with open_work(site.work, site.resources) as con:
         views = {name for (name,) in con.execute("select view_name from duckdb_views()").fetchall()}
         if site.is_dedup and "pages" not in views and "documents" in views:
             con.execute(DEDUP_PAGES).fetchall()
-        _ensure_pages_and_links(con)
-        if "cluster_labels" not in views:
-            con.execute(
-                "create temp table cluster_labels (center_id bigint, rank integer, term varchar, "
-                "word varchar, weight double)"
-            ).fetchall()
+            views.add("pages")
+        for relation in ALWAYS:
+            if relation not in views:
+                con.register("empty_table", schemas.schema(relation).empty_table())
+                con.execute(f"create temp table {relation} as select * from empty_table").fetchall()
+                con.unregister("empty_table")
         yield con
+
+
+# The tables the pages read that a folder may lack (a run from --bags has no pages or links).
+ALWAYS = ("pages", "links", "cluster_labels")
 
 
 # A dedup's documents as pages: the id is the title, the source file and position say where to read it.

@@ -8,7 +8,7 @@ import duckdb
 
 from lshsql import manifest
 from lshsql.errors import InputError
-from lshsql.tools.explore import find_url
+from lshsql.tools.explore import canonical
 from lshsql.tools.show import StoredPage, _url_options, read_stored
 from lshsql.web import layout, text
 from lshsql.web.layout import BadRequest, NotFound, esc
@@ -27,9 +27,7 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
     with connect(site) as con:
         url, url_id = _find(con, query)
         facts = con.execute(FACTS, {"url": url, "id": url_id}).fetchall()[0]
-        n_related = con.execute(
-            "select count(*) from pairs where u_id = $id or v_id = $id", {"id": url_id}
-        ).fetchone()[0]
+        n_related = con.execute(f"select count(*) from ({PAIRS_OF})", {"id": url_id}).fetchone()[0]
         related = con.execute(RELATED, {"id": url_id, "limit": limit, "offset": offset}).fetchall()
         shared = _shared_terms(con, url_id, [row[1] for row in related])
         anchors = _anchors(con, url)
@@ -69,10 +67,13 @@ def _find(con: duckdb.DuckDBPyConnection, query: dict[str, list[str]]) -> tuple[
     given = layout.one(query, "u")
     if not given:
         raise BadRequest("give a URL: /url?u=URL")
-    url = find_url(con, given)
-    if url is None:
+    found = con.execute(
+        "select url, url_id from urls where url in ($url, $canonical) order by url = $url desc limit 1",
+        {"url": given, "canonical": canonical(given)},
+    ).fetchall()  # explore.find_url's rule, with the url_id from the same scan
+    if not found:
         raise NotFound(f"{given}: not described in this work folder (as given or canonicalized)")
-    return url, con.execute("select url_id from urls where url = $url", {"url": url}).fetchone()[0]
+    return found[0]
 
 
 def _shared_terms(con: duckdb.DuckDBPyConnection, url_id: int, others: list[int]) -> dict[int, list[str]]:
@@ -166,17 +167,18 @@ from clusters
 where clusters.url_id = $id
 """
 
-RELATED = """
+# A URL's pairs, the other URL first: two scans, since pairs are sorted by u_id, so that DuckDB skips the
+# row groups of other u_ids in the first (one scan with `u_id = $id or v_id = $id` reads them all).
+PAIRS_OF = """
+select v as url, v_id as url_id, similarity, n_agree, n_bands from pairs where u_id = $id
+union all
+select u as url, u_id as url_id, similarity, n_agree, n_bands from pairs where v_id = $id
+"""
+
+RELATED = f"""
 with related as (
-    select
-        case when pairs.u_id = $id then pairs.v else pairs.u end as url,
-        case when pairs.u_id = $id then pairs.v_id else pairs.u_id end as url_id,
-        pairs.similarity,
-        pairs.n_agree,
-        pairs.n_bands
-    from pairs
-    where pairs.u_id = $id or pairs.v_id = $id
-    order by pairs.similarity desc, url
+    select * from ({PAIRS_OF})
+    order by similarity desc, url
     limit $limit offset $offset
 )
 select
