@@ -23,6 +23,7 @@ from lshsql.errors import InputError
 from lshsql.params import Params
 from lshsql.pipeline import run
 from lshsql.sources.extract import ExtractParams, extract
+from lshsql.sources.ingest import IngestParams, ingest
 from lshsql.tools import explain, explore
 from lshsql.tools.dedup import DedupParams, dedup_files
 from lshsql.web import address, make_server
@@ -298,6 +299,21 @@ def test_a_dedup_folder_shows_documents_and_their_differences(dedup_site):
     pair = ok(base, f"/pair?u={quote(orig)}&v={quote(copy)}")
     assert "duplicate of orig" in pair
     assert "<del>word30</del>" in pair and "<ins>changed</ins>" in pair
+
+
+def test_an_ingested_folder_shows_each_documents_text(tmp_path, serving):
+    texts = ["apples pears plums fruit market stall", "apples pears plums fruit market shop"]
+    texts += ["cars trucks buses roads traffic", "violin cello piano orchestra music"]
+    docs = [{"id": f"d{i}", "title": f"Doc {i} <i>", "text": text} for i, text in enumerate(texts)]
+    work = tmp_path / "work"
+    ingest([str(write_jsonl(tmp_path / "docs.jsonl", docs))], work, IngestParams(), one_thread(tmp_path))
+    run(work, Params(threshold=0.3), resources=one_thread(tmp_path))
+    base = serving(work)
+    cluster = ok(base, "/cluster/1")  # d0 and d1, their text read again at each line's offset
+    assert "Doc 0 &lt;i&gt;" in cluster and "<i>" not in cluster
+    assert re.findall(r'class="snippet">([^<]*) <a', cluster) == texts[:2]
+    pair = ok(base, "/pair?u=d0&v=d1")
+    assert "market <del>stall</del>" in pair and "market <ins>shop</ins>" in pair
 
 
 def test_a_missing_or_unfinished_work_folder_is_a_one_line_error_at_start(tmp_path, example_extraction):

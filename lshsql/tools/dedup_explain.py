@@ -117,17 +117,23 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
 def document_texts(
     where: list[tuple[int, str, int]], params: dict, resources: db.Resources
 ) -> dict[int, str]:
-    """The text of each (url_id, file, ord), read again from its file; none for an in-memory table or a
-    file that is gone."""
-    texts: dict[int, str] = {}
+    """The text of each (url_id, file, ord), read again from its file, one pass per file however many
+    are asked for; none for an in-memory table or a file that is gone."""
+    wanted: dict[str, dict[int, list[int]]] = {}  # file -> ord -> url_ids
     for url_id, path, ord_ in where:
-        if not Path(path).is_file():
-            continue
+        if Path(path).is_file():
+            wanted.setdefault(path, {}).setdefault(ord_, []).append(url_id)
+    texts: dict[int, str] = {}
+    for path, ords_wanted in wanted.items():
+        left = set(ords_wanted)
         source = corpus.resolve_corpus([path])[0]
         for batch in corpus.scan(source, params["id_column"], params["text_column"], None, resources):
             ords = batch.column(0).to_pylist()
-            if ords[0] <= ord_ <= ords[-1]:
-                texts[url_id] = batch.column(2)[ords.index(ord_)].as_py()
+            for ord_ in [o for o in left if ords[0] <= o <= ords[-1]]:
+                text = batch.column(2)[ords.index(ord_)].as_py()
+                texts.update(dict.fromkeys(ords_wanted[ord_], text))
+                left.discard(ord_)
+            if not left:
                 break
     return texts
 

@@ -63,18 +63,21 @@ def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str
 
 
 def _members_table(site: Site, center: str, members: list[tuple], offset: int) -> str:
+    sources = [text.Source(row[0], *row[4:8]) for row in members if row[4] is not None]
+    texts = text.read_texts(site.work, sources, site.resources)
     rows = []
     for rank, row in enumerate(members, offset + 1):
-        url, is_center, similarity, title, record_type, content_type, source_file, source_offset = row[:8]
+        url, is_center, similarity, title = row[:4]
         in_degree, host = row[8:]
-        if record_type is None:
+        if url not in texts:
             shown = '<span class="note">not fetched: a link target only</span>'
         else:
-            source = text.Source(url, record_type, content_type, source_file, source_offset)
-            try:
-                shown = esc(text.snippet(text.read_text(site.work, source, site.resources)))
-            except InputError as e:
-                shown = f'<span class="error">{esc(e)}</span>'
+            found = texts[url]
+            shown = (
+                f'<span class="error">{esc(found)}</span>'
+                if isinstance(found, InputError)
+                else esc(text.snippet(found))
+            )
             shown += f' <a href="{layout.href("/capture", u=url)}">capture</a>'
         title_html = f'<span class="title">{esc(title)}</span><br>' if title else ""
         compare = (

@@ -62,6 +62,27 @@ def read_text(work: Path, source: Source, resources: db.Resources) -> str:
     return html_text(read_stored(page, _url_options(work)))
 
 
+def read_texts(work: Path, sources: list[Source], resources: db.Resources) -> dict[str, str | InputError]:
+    """read_text of several members, by URL, an error in place of a text that cannot be read; a dedup's
+    documents are read in one pass over each input file."""
+    found: dict[str, str | InputError] = {}
+    dedup = [s for s in sources if s.record_type == "dedup"]
+    if dedup:
+        params = manifest.read(work)["dedup"]["params"]
+        where = [(i, s.source_file, s.source_offset) for i, s in enumerate(dedup)]
+        texts = dedup_explain.document_texts(where, params, resources)
+        for i, source in enumerate(dedup):
+            gone = InputError(f"{source.source_file}: the input file is gone; no text to show")
+            found[source.url] = _collapse(texts[i] or "") if i in texts else gone
+    for source in sources:
+        if source.record_type != "dedup":
+            try:
+                found[source.url] = read_text(work, source, resources)
+            except InputError as e:
+                found[source.url] = e
+    return found
+
+
 def snippet(text: str, length: int = SNIPPET) -> str:
     """The start of a text, cut at a word boundary, with an ellipsis when cut."""
     if len(text) <= length:
