@@ -207,6 +207,7 @@ def test_capture_shows_the_stored_page_as_text_never_as_markup(example):
         ("/pair?u=http://nowhere.example/&v=http://x.example/", 404, "not described"),
         ("/capture?u=" + quote("https://github.com/python/cpython/tree/3.11/Misc/ACKS"), 404, "not fetched"),
         ("/no/such/page", 404, "no page /no/such/page"),
+        ("/pair?u=https://www.python.org/&v=https://www.python.org/", 400, "the two URLs are the same"),
     ],
 )
 def test_errors_are_pages_with_a_status_never_a_traceback(example, path, status, says):

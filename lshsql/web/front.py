@@ -28,10 +28,11 @@ CONDITIONS = {
     )""",
 }
 # The members a search finds, made once per request: the clusters it matches and the URLs it lists come
-# from the same scan. URLs are matched as typed (they are case-sensitive); titles and words ignore case.
+# from the same scan, which keeps integers only (a search for "http" finds every URL). URLs are matched
+# as typed (they are case-sensitive); titles and words ignore case.
 SEARCH = """
 create temp table found_urls as
-select clusters.url, clusters.url_id, clusters.center_id, clusters.size
+select clusters.url_id, clusters.center_id, clusters.size
 from clusters
 where contains(clusters.url, $q)
     or clusters.url in (
@@ -119,8 +120,15 @@ def _labels(con: duckdb.DuckDBPyConnection, center_ids: list[int]) -> dict[int, 
 def _urls_found(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """The first URLS_FOUND URLs the search found, in URL order, with their cluster and title."""
     first = con.execute(
-        "select url, center_id, size from found_urls order by url_id limit $n", {"n": URLS_FOUND}
+        "select url_id, center_id, size from found_urls order by url_id limit $n", {"n": URLS_FOUND}
     ).fetchall()
+    urls = dict(
+        con.execute(
+            "select url_id, url from urls where list_contains($ids, url_id)",
+            {"ids": [row[0] for row in first]},
+        ).fetchall()
+    )
+    first = [(urls[url_id], center_id, size) for url_id, center_id, size in first]
     titles = _titles(con, [url for url, _, _ in first])
     return [(url, center_id, size, titles.get(url)) for url, center_id, size in first]
 

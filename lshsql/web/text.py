@@ -17,7 +17,7 @@ from lshsql.errors import InputError, one_line
 from lshsql.sources.documents import reuters_document
 from lshsql.sources.jsonl import is_gzip
 from lshsql.tools import dedup_explain
-from lshsql.tools.show import StoredPage, _url_options, read_stored
+from lshsql.tools.show import StoredPage, read_stored, url_options
 
 SNIPPET = 280
 # Read the text of these elements as words a reader does not see.
@@ -59,7 +59,7 @@ def read_text(work: Path, source: Source, resources: db.Resources) -> str:
     page = StoredPage(
         source.url, source.record_type, source.content_type, source.source_file, source.source_offset
     )
-    return html_text(read_stored(page, _url_options(work)))
+    return html_text(read_stored(page, url_options(work)))
 
 
 def read_texts(work: Path, sources: list[Source], resources: db.Resources) -> dict[str, str | InputError]:

@@ -9,7 +9,7 @@ import duckdb
 from lshsql import manifest
 from lshsql.errors import InputError
 from lshsql.tools.explore import canonical
-from lshsql.tools.show import StoredPage, _url_options, read_stored
+from lshsql.tools.show import StoredPage, read_stored, url_options
 from lshsql.web import layout, text
 from lshsql.web.layout import BadRequest, NotFound, esc
 from lshsql.web.site import Site, connect
@@ -137,7 +137,7 @@ def capture(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
             raw, shown = None, text.read_text(site.work, source, site.resources)
         else:
             stored = StoredPage(url, record_type, content_type, source_file, source_offset)
-            raw = read_stored(stored, _url_options(site.work))
+            raw = read_stored(stored, url_options(site.work))
             shown = text.html_text(raw)
     except InputError as e:
         raise NotFound(str(e)) from None
