@@ -55,11 +55,9 @@ def make_server(
 
     Handler.site, Handler.log_line = site, staticmethod(log or (lambda line: None))
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        return _Server((host, port), Handler)
     except OSError as e:
         raise InputError(f"cannot listen on {host}:{port}: {e.strerror or one_line(e)}") from None
-    server.daemon_threads = True
-    return server
 
 
 def address(server: ThreadingHTTPServer) -> str:
@@ -67,6 +65,19 @@ def address(server: ThreadingHTTPServer) -> str:
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host
     return f"http://{shown}:{port}/"
+
+
+class _Server(ThreadingHTTPServer):
+    """Threads that do not hold up stopping, and a dropped connection said in one line, not a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        error = sys.exc_info()[1]
+        print(
+            f"lshsql serve: {client_address[0]}: {type(error).__name__}: {one_line(error or '')}",
+            file=sys.stderr,
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
