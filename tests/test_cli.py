@@ -190,6 +190,7 @@ MAX_SPILL_COMMANDS = {
     "explain": ["https://a.example/"],
     "show": ["https://a.example/"],
     "report": [],
+    "serve": ["--port", "0"],
     "plan": [],
 }
 

@@ -7,7 +7,7 @@
     dedup.py    dedup: a corpus without its near-duplicates
     run.py      run, stage, sql: the SQL stages, and the SQL a stage ran
     read.py     related, clusters, query, info, explain, show: read a run's tables
-    tools.py    plan, eval, hierarchy, cut, environment, report, mirrors
+    tools.py    plan, eval, hierarchy, cut, environment, report, serve, mirrors
 
 Each command imports the API inside its body, so `lshsql --help` does not import DuckDB, Arrow or lxml.
 """
@@ -34,6 +34,7 @@ COMMANDS = {
     "cut": tools.cut,
     "environment": tools.environment,
     "report": tools.report,
+    "serve": tools.serve,
     "show": read.show,
     "mirrors": tools.mirrors,
 }

@@ -1,6 +1,6 @@
 """Commands around a run: `plan` (choose k and l), `eval` (measure against the exact answer),
 `hierarchy` and `cut` (clusters at every similarity), `environment` (a site's linked domains), `report`
-(an HTML page) and `mirrors` (host pairs sharing clusters)."""
+(an HTML page), `serve` (a local web application over a run) and `mirrors` (host pairs sharing clusters)."""
 
 from __future__ import annotations
 
@@ -273,3 +273,36 @@ def mirrors(
     )
     typer.echo(summary, err=format != "table")
     print_table(table, format)
+
+
+def serve(
+    work: Work = Path("work"),
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; 0.0.0.0 would let other machines connect.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="Port to listen on; 0 picks a free one.", min=0, max=65535)
+    ] = 8000,
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per request.")] = False,
+) -> None:
+    """Browse a finished work folder in a web browser: the clusters, largest first, with search and
+    filters; each cluster's members with snippets of their stored pages; What's Related for a URL with why
+    each pair was kept; two pages side by side with the differing words marked. Read-only; queries run on
+    demand, so it serves runs of any size. Prints the address and answers until stopped (Ctrl-C).
+
+    Example: lshsql serve --work work/example
+    """
+    from lshsql.web import address, make_server
+
+    log = None if quiet else (lambda line: typer.echo(line, err=True))
+    server = make_server(work, host, port, resources(work, threads, memory_limit, max_spill), log)
+    typer.echo(f"serving {work} at {address(server)} (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    finally:
+        server.server_close()

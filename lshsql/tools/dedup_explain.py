@@ -65,7 +65,7 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
             {"u": u_id, "v": v_id},
         ).fetchall()
         tables = _collided_tables(con, work, agree)
-    texts = _texts(where, params, db.for_work(work, resources))
+    texts = document_texts(where, params, db.for_work(work, resources))
     n, chars = (params["char_shingle"], True) if params["char_shingle"] else (params["shingle"], False)
     shared = sets[u_id] & sets[v_id]
     return {
@@ -114,18 +114,26 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
     return out + ([f"  {other}  {similarity:.3f}" for other, similarity in pairs] or ["  none"])
 
 
-def _texts(where: list[tuple[int, str, int]], params: dict, resources: db.Resources) -> dict[int, str]:
-    """The text of each (url_id, file, ord), read again from its file; none for an in-memory table or a
-    file that is gone."""
-    texts: dict[int, str] = {}
+def document_texts(
+    where: list[tuple[int, str, int]], params: dict, resources: db.Resources
+) -> dict[int, str]:
+    """The text of each (url_id, file, ord), read again from its file, one pass per file however many
+    are asked for; none for an in-memory table or a file that is gone."""
+    wanted: dict[str, dict[int, list[int]]] = {}  # file -> ord -> url_ids
     for url_id, path, ord_ in where:
-        if not Path(path).is_file():
-            continue
+        if Path(path).is_file():
+            wanted.setdefault(path, {}).setdefault(ord_, []).append(url_id)
+    texts: dict[int, str] = {}
+    for path, ords_wanted in wanted.items():
+        left = set(ords_wanted)
         source = corpus.resolve_corpus([path])[0]
         for batch in corpus.scan(source, params["id_column"], params["text_column"], None, resources):
             ords = batch.column(0).to_pylist()
-            if ords[0] <= ord_ <= ords[-1]:
-                texts[url_id] = batch.column(2)[ords.index(ord_)].as_py()
+            for ord_ in [o for o in left if ords[0] <= o <= ords[-1]]:
+                text = batch.column(2)[ords.index(ord_)].as_py()
+                texts.update(dict.fromkeys(ords_wanted[ord_], text))
+                left.discard(ord_)
+            if not left:
                 break
     return texts
 

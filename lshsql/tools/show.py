@@ -148,7 +148,7 @@ def stored_html(
             if not member:
                 raise InputError(f"{url}: not a member of cluster {center_id}")
         page = _stored_page(con, url)
-    return read_stored(page, _url_options(work))
+    return read_stored(page, url_options(work))
 
 
 def read_stored(page: StoredPage, options: urls.UrlOptions | None = None) -> str:
@@ -223,7 +223,7 @@ def _stored_page(con: duckdb.DuckDBPyConnection, url: str) -> StoredPage:
     return StoredPage(*rows[0])
 
 
-def _url_options(work: Path) -> urls.UrlOptions:
+def url_options(work: Path) -> urls.UrlOptions:
     """The canonicalization options extraction used, to check that a record read back is the page's."""
     params = manifest.read(work)["stages"].get("extract", {}).get("params", {})
     strip = urls.TRACKING_PARAMS if params.get("strip_tracking") else frozenset()

@@ -1,0 +1,144 @@
+"""The HTTP server of `lshsql serve`: the standard library's ThreadingHTTPServer, one route per page kind,
+and the one place a request's errors become a page with a status (400, 404, 500), never a traceback.
+
+The standard library is enough here: five GET routes with query strings, HTML built as escaped strings, no
+sessions and no assets; a web framework would add a dependency and little else.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from lshsql.engines import duckdb as db
+from lshsql.errors import InputError, LshsqlError, ParamError, one_line
+from lshsql.web import cluster, front, layout, pair, url
+from lshsql.web.layout import BadRequest, NotFound, esc
+from lshsql.web.site import Site, open_site
+
+Query = dict[str, list[str]]
+ROUTES: dict[str, Callable[[Site, Query], tuple[str, str]]] = {
+    "/": front.render,
+    "/url": url.render,
+    "/capture": url.capture,
+    "/pair": pair.render,
+}
+MAX_FIELDS = 50
+# The browser runs nothing and loads nothing: a title that slipped through escaping could not act.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def make_server(
+    work: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    resources: db.Resources | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ThreadingHTTPServer:
+    """A server for the finished work folder `work`, bound to host:port (port 0: a free one, see
+    `server.server_address`) but not yet serving: call `serve_forever()`, and `server_close()` after.
+    A missing or unfinished work folder, or an address that cannot be bound, is a one-line InputError.
+    `log` receives one line per request (none by default)."""
+    site = open_site(work, resources)
+
+    class Handler(_Handler):
+        pass
+
+    Handler.site, Handler.log_line = site, staticmethod(log or (lambda line: None))
+    try:
+        return _Server((host, port), Handler)
+    except OSError as e:
+        raise InputError(f"cannot listen on {host}:{port}: {e.strerror or one_line(e)}") from None
+
+
+def address(server: ThreadingHTTPServer) -> str:
+    """The URL a server answers at."""
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in str(host) else host
+    return f"http://{shown}:{port}/"
+
+
+class _Server(ThreadingHTTPServer):
+    """Threads that do not hold up stopping, and a dropped connection said in one line, not a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        error = sys.exc_info()[1]
+        print(
+            f"lshsql serve: {client_address[0]}: {type(error).__name__}: {one_line(error or '')}",
+            file=sys.stderr,
+        )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    site: Site
+    log_line: Callable[[str], None]
+    server_version = "lshsql-serve"
+    sys_version = ""
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        status, html = self._answer()
+        data = html.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_HEAD = do_GET  # noqa: N815
+
+    def _answer(self) -> tuple[int, str]:
+        parts = urlsplit(self.path)
+        work_name = str(self.site.work)
+        try:
+            query = _query(parts.query)
+            if parts.path.startswith("/cluster/"):
+                title, body = cluster.render(self.site, parts.path.removeprefix("/cluster/"), query)
+            elif parts.path in ROUTES:
+                title, body = ROUTES[parts.path](self.site, query)
+            else:
+                raise NotFound(f"no page {parts.path}")
+            return HTTPStatus.OK, layout.page(title, body, work_name)
+        except (BadRequest, ParamError) as e:
+            return _error(HTTPStatus.BAD_REQUEST, str(e), work_name)
+        except NotFound as e:
+            return _error(HTTPStatus.NOT_FOUND, str(e), work_name)
+        except LshsqlError as e:
+            return _error(HTTPStatus.INTERNAL_SERVER_ERROR, str(e), work_name)
+        except Exception as e:  # noqa: BLE001 - the boundary of a request: one line, no traceback
+            print(f"lshsql serve: error: {type(e).__name__}: {one_line(e, 300)}", file=sys.stderr)
+            return _error(
+                HTTPStatus.INTERNAL_SERVER_ERROR, "the query failed; see the server's output", work_name
+            )
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+        self.log_line(f"{self.address_string()} {format % args}")
+
+
+def _query(text: str) -> dict[str, list[str]]:
+    """The parameters of a query string; BadRequest for one with too many fields."""
+    try:
+        return parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FIELDS)
+    except ValueError as e:
+        raise BadRequest(one_line(e)) from None
+
+
+def _error(status: HTTPStatus, message: str, work_name: str) -> tuple[int, str]:
+    body = (
+        f'<h1>{status.value} {esc(status.phrase)}</h1><p class="error">{esc(one_line(message, 500))}</p>'
+        '<p><a href="/">the clusters</a></p>'
+    )
+    return status.value, layout.page(f"{status.value} {status.phrase}", body, work_name)

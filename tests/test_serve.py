@@ -1,0 +1,380 @@
+"""`lshsql serve`: started on a free port and queried over HTTP, every page kind on the example crawl's run,
+a crawl with hostile titles and a dedup folder; the front page rendered by a real headless Chromium."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import duckdb
+import pytest
+
+from lshsql.engines import duckdb as db
+from lshsql.errors import InputError
+from lshsql.params import Params
+from lshsql.pipeline import run
+from lshsql.sources.extract import ExtractParams, extract
+from lshsql.sources.ingest import IngestParams, ingest
+from lshsql.tools import explain, explore
+from lshsql.tools.dedup import DedupParams, dedup_files
+from lshsql.web import address, make_server
+from lshsql.web.pair import marked
+from lshsql.web.text import html_text, snippet
+from tests.conftest import REPO, html_response, write_jsonl, write_warc
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("LSHSQL_TEST_ARTIFACTS", REPO / "test-artifacts"))
+HOSTILE = '<script>alert("x")</script> Evil & "quoted" <b>page</b>'
+
+
+def one_thread(tmp: Path) -> db.Resources:
+    """Spill (if ever) outside the work folder: serving writes nothing into it."""
+    return db.Resources(memory_limit="1GB", threads=1, temp_directory=str(tmp / "spill"))
+
+
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory) -> Iterator:
+    """serve(work) on a free port in a thread of this process, stopped at the end of the module."""
+    servers = []
+
+    def start(work: Path) -> str:
+        server = make_server(work, port=0, resources=one_thread(tmp_path_factory.mktemp("serve")))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return address(server).rstrip("/")
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def example(example_run, serving) -> str:
+    return serving(example_run)
+
+
+def get(base: str, path: str) -> tuple[int, str, dict]:
+    """Status, body and headers of GET base+path; an error status is an answer, not an exception."""
+    try:
+        with urllib.request.urlopen(base + path, timeout=60) as response:
+            return response.status, response.read().decode("utf-8"), dict(response.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8"), dict(e.headers)
+
+
+def ok(base: str, path: str) -> str:
+    status, body, _ = get(base, path)
+    assert status == 200, body
+    assert "Traceback" not in body
+    return body
+
+
+def linked_urls(body: str) -> list[str]:
+    """The URLs of the /url?u= links of a page, in page order."""
+    return [html.unescape(quoted) for quoted in re.findall(r'href="/url\?u=([^"&]+)"', body)]
+
+
+def test_front_page_lists_the_clusters_largest_first_a_page_at_a_time(example_run, example):
+    status, body, headers = get(example, "/?limit=5")
+    assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "default-src 'none'" in headers["Content-Security-Policy"]  # no script runs, nothing loads
+    with duckdb.connect() as con:
+        top = con.execute(
+            "select center, size from read_parquet($p) where is_center order by size desc, center limit 10",
+            {"p": str(example_run / "clusters.parquet")},
+        ).fetchall()
+        n_clusters = con.execute(
+            "select count(*) from read_parquet($p) where is_center",
+            {"p": str(example_run / "clusters.parquet")},
+        ).fetchone()[0]
+    from urllib.parse import unquote
+
+    centers = [unquote(u) for u in linked_urls(body)]
+    assert centers == [center for center, _ in top[:5]]
+    assert f"1&ndash;5 of {n_clusters:,}" in body
+    assert "desktop task" in body  # the largest cluster's top terms (README: task-cinnamon-desktop)
+    second = ok(example, "/?limit=5&offset=5")
+    assert [unquote(u) for u in linked_urls(second)] == [center for center, _ in top[5:10]]
+    assert f"6&ndash;10 of {n_clusters:,}" in second and "previous" in second
+
+
+def test_search_finds_clusters_by_word_url_or_title_and_lists_the_urls(example):
+    from urllib.parse import unquote
+
+    body = ok(example, "/?q=btrfs")
+    centers = [unquote(u) for u in linked_urls(body.split("<h2>")[0])]
+    assert "http://packages.debian.org/sid/btrfs-progs" in centers
+    assert "http://packages.debian.org/sid/task-cinnamon-desktop" not in centers
+    urls_found = [unquote(u) for u in linked_urls(body.split("<h2>")[1])]
+    assert urls_found and all("btrfs" in u.lower() for u in urls_found)
+    by_host = ok(example, "/?host=docs.python.example&min_size=3&fetched=1")
+    sizes = [int(s.replace(",", "")) for s in re.findall(r'href="/cluster/\d+">([\d,]+)</a>', by_host)]
+    assert sizes and min(sizes) >= 3
+    for center in linked_urls(by_host):
+        assert unquote(center).startswith("https://docs.python.example/")  # every one holds such a member
+    assert "No cluster matches." in ok(example, "/?q=zzzznothing")
+    by_word = ok(example, "/?q=Arbeitsplatzumgebung")  # a word of the labels only, in any case
+    assert "http://packages.debian.org/sid/task-cinnamon-desktop" in [
+        unquote(u) for u in linked_urls(by_word)
+    ]
+    by_title = ok(example, "/?q=exception%20handling")  # a title's words, in any case
+    exceptions = quote("https://docs.python.example/3.11/c-api/exceptions.html", safe="")
+    assert exceptions in by_title.split("<h2>")[1]
+
+
+def test_cluster_page_shows_members_by_similarity_with_snippets_and_chaining(example_run, example):
+    about = "https://docs.python.example/3.11/about.html"
+    with duckdb.connect() as con:
+        center_id, size = con.execute(
+            "select center_id, size from read_parquet($p) where url = $u",
+            {"p": str(example_run / "clusters.parquet"), "u": about},
+        ).fetchone()
+        similarities = con.execute(
+            "select similarity from read_parquet($p) where (u_id = $id or v_id = $id) order by 1 desc",
+            {"p": str(example_run / "pairs.parquet"), "id": center_id},
+        ).fetchall()
+    body = ok(example, f"/cluster/{center_id}")
+    assert f"Cluster of {size:,}" in body
+    members = linked_urls(body.split("<table>")[1])
+    assert len(members) == size and members[0] == quote(about, safe="")
+    shown = [float(s) for s in re.findall(r'<td class="num">(0\.\d{3}) <a href="/pair', body)]
+    assert shown == [round(s, 3) for (s,) in similarities]  # the center's pairs, most similar first
+    assert "About these documents Contributors to the Python Documentation" in body  # read from the WARC
+    assert "pair share" in body and "least similar pair" in body
+    assert "not fetched: a link target only" in body  # github.com/python/cpython/.../ACKS
+
+
+def test_url_page_is_whats_related_with_why_each_pair_was_kept(example_run, example):
+    url = "https://docs.python.example/3.11/library/index.html"
+    related = explore.related(
+        example_run, url, limit=50, resources=one_thread(example_run.parent)
+    ).to_pylist()
+    body = ok(example, f"/url?u={quote(url)}")
+    from urllib.parse import unquote
+
+    listed = [unquote(u) for u in linked_urls(body.split("What's Related")[1])]
+    assert listed[: len(related)] == [r["related_url"] for r in related]
+    assert f"What's Related ({len(related)} pairs)" in body
+    assert f"{related[0]['similarity']:.3f}" in body
+    assert body.count(">why, side by side</a>") == len(related)
+    assert "<dt>page</dt><dd>not fetched</dd>" in body  # known from links only
+    about = "https://docs.python.example/3.11/about.html"
+    assert f'<a href="/capture?u={quote(about, safe="")}">stored capture</a>' in ok(
+        example, f"/url?u={about}"
+    )
+
+
+def test_pair_page_explains_and_marks_the_differing_words(example_run, example):
+    u, v = (
+        "https://docs.python.example/3.11/about.html",
+        "https://docs.python.example/3.11/library/filesys.html",
+    )
+    e = explain.explain_pair(example_run, u, v, one_thread(example_run.parent))
+    body = ok(example, f"/pair?u={quote(u)}&v={quote(v)}")
+    assert f"kept as a pair, similarity {e['similarity_kept']:.3f}" in body
+    assert f"{e['agreeing']} of {e['num_perm']} min-hashes agree" in body
+    assert f"<td>{e['shared_terms'][0][0]}</td>" in body
+    assert "<del>" in body and "<ins>" in body  # both pages read back and compared word by word
+
+
+def test_capture_shows_the_stored_page_as_text_never_as_markup(example):
+    body = ok(example, "/capture?u=" + quote("https://docs.python.example/3.11/about.html"))
+    assert "About these documents" in body
+    assert "&lt;title&gt;" in body  # the HTML source, escaped
+    assert "<script" not in body.split("<details>")[1]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "says"),
+    [
+        ("/cluster/999999999", 404, "no cluster 999999999"),
+        ("/cluster/abc", 404, "no cluster"),
+        ("/?min_size=x", 400, "min_size must be a whole number"),
+        ("/?limit=0", 400, "limit must be between 1 and 500"),
+        ("/?fetched=maybe", 400, "fetched must be 1 or 0"),
+        ("/url", 400, "give a URL"),
+        ("/url?u=http://nowhere.example/", 404, "not described in this work folder"),
+        ("/pair?u=http://nowhere.example/&v=http://x.example/", 404, "not described"),
+        ("/capture?u=" + quote("https://github.com/python/cpython/tree/3.11/Misc/ACKS"), 404, "not fetched"),
+        ("/no/such/page", 404, "no page /no/such/page"),
+        ("/pair?u=https://www.python.org/&v=https://www.python.org/", 400, "the two URLs are the same"),
+    ],
+)
+def test_errors_are_pages_with_a_status_never_a_traceback(example, path, status, says):
+    got, body, _ = get(example, path)
+    assert got == status
+    assert says in html.unescape(body) and "Traceback" not in body
+    assert body.startswith("<!DOCTYPE html>")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, serving) -> tuple[Path, str]:
+    """A crawl whose pages carry markup in their titles, anchor texts and bodies, extracted and run."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    home = "<title>Home</title>" + "".join(
+        f"<p><a href='/{name}.html'>evil {name} page</a> about {words}</p>"
+        for name, words in (("a", "tricks"), ("b", "tricks"), ("c", "apples"), ("d", "bananas"))
+    )
+    evil = f"<title>{html.escape(HOSTILE)}</title><p>evil &lt;script&gt;alert(2)&lt;/script&gt; body</p>"
+    pages = [
+        html_response("http://evil.example/", home),
+        html_response("http://evil.example/a.html", evil),
+        html_response("http://evil.example/b.html", evil + "<p>more</p>"),
+        html_response("http://evil.example/c.html", "<title>Apple orchard</title><p>apples</p>"),
+        html_response("http://evil.example/d.html", "<title>Banana plantation</title><p>bananas</p>"),
+    ]
+    crawl = write_warc(tmp / "evil.warc.gz", pages)
+    work = tmp / "work"
+    extract([str(crawl)], work, ExtractParams(), one_thread(tmp))
+    run(work, Params(min_df=1), resources=one_thread(tmp))
+    return work, serving(work)
+
+
+def test_hostile_titles_and_text_are_shown_escaped_on_every_page(hostile):
+    work, base = hostile
+    with duckdb.connect() as con:
+        center_id = con.execute(
+            "select center_id from read_parquet($p) where url = 'http://evil.example/a.html'",
+            {"p": str(work / "clusters.parquet")},
+        ).fetchone()[0]
+        assert (
+            con.execute(
+                "select title from read_parquet($p) where url = 'http://evil.example/a.html'",
+                {"p": str(work / "pages.parquet")},
+            ).fetchone()[0]
+            == HOSTILE
+        )
+    a, b = quote("http://evil.example/a.html"), quote("http://evil.example/b.html")
+    for path in (
+        "/",
+        "/?q=evil",
+        f"/cluster/{center_id}",
+        f"/url?u={a}",
+        f"/capture?u={a}",
+        f"/pair?u={a}&v={b}",
+    ):
+        body = ok(base, path)
+        assert "<script" not in body and "<b>page</b>" not in body, path
+        assert html.escape(HOSTILE) in body or "&lt;script&gt;alert(2)" in body, path
+    assert "evil &lt;script&gt;alert(2)&lt;/script&gt; body" in ok(base, f"/cluster/{center_id}")
+
+
+@pytest.fixture(scope="module")
+def dedup_site(tmp_path_factory, serving) -> tuple[Path, str]:
+    """A dedup of 6 documents: one an edited copy of another, one with an id and text holding markup."""
+    tmp = tmp_path_factory.mktemp("dedup")
+    base = " ".join(f"word{i}" for i in range(60))
+    docs = [
+        {"id": "orig", "text": base},
+        {"id": "copy", "text": base.replace("word30", "changed")},
+        {"id": "<img src=x onerror=alert(1)>", "text": "<script>alert(3)</script> " + base[:40]},
+        *({"id": f"other{i}", "text": " ".join(f"t{i}w{j}" for j in range(50))} for i in range(3)),
+    ]
+    corpus = write_jsonl(tmp / "docs.jsonl", docs)
+    work = tmp / "work"
+    dedup_files([str(corpus)], work, DedupParams(), resources=one_thread(tmp))
+    return work, serving(work)
+
+
+def test_a_dedup_folder_shows_documents_and_their_differences(dedup_site):
+    work, base = dedup_site
+    body = ok(base, "/")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img" not in body
+    with duckdb.connect() as con:
+        orig, copy, center_id = con.execute(
+            "select min(url), max(url), any_value(center_id) from read_parquet($p) where size = 2",
+            {"p": str(work / "clusters.parquet")},
+        ).fetchone()
+    cluster = ok(base, f"/cluster/{center_id}")
+    assert "word0 word1 word2" in cluster  # the document's text, read again from docs.jsonl
+    pair = ok(base, f"/pair?u={quote(orig)}&v={quote(copy)}")
+    assert "duplicate of orig" in pair
+    assert "<del>word30</del>" in pair and "<ins>changed</ins>" in pair
+
+
+def test_an_ingested_folder_shows_each_documents_text(tmp_path, serving):
+    texts = ["apples pears plums fruit market stall", "apples pears plums fruit market shop"]
+    texts += ["cars trucks buses roads traffic", "violin cello piano orchestra music"]
+    docs = [{"id": f"d{i}", "title": f"Doc {i} <i>", "text": text} for i, text in enumerate(texts)]
+    work = tmp_path / "work"
+    ingest([str(write_jsonl(tmp_path / "docs.jsonl", docs))], work, IngestParams(), one_thread(tmp_path))
+    run(work, Params(threshold=0.3), resources=one_thread(tmp_path))
+    base = serving(work)
+    cluster = ok(base, "/cluster/1")  # d0 and d1, their text read again at each line's offset
+    assert "Doc 0 &lt;i&gt;" in cluster and "<i>" not in cluster
+    assert re.findall(r'class="snippet">([^<]*) <a', cluster) == texts[:2]
+    pair = ok(base, "/pair?u=d0&v=d1")
+    assert "market <del>stall</del>" in pair and "market <ins>shop</ins>" in pair
+
+
+def test_a_missing_or_unfinished_work_folder_is_a_one_line_error_at_start(tmp_path, example_extraction):
+    with pytest.raises(InputError, match="no such work folder"):
+        make_server(tmp_path / "missing", port=0)
+    with pytest.raises(InputError, match="no urls yet; run `lshsql run"):
+        make_server(example_extraction, port=0)
+
+
+def test_the_command_fails_in_one_line_with_exit_2(lshsql_command, tmp_path):
+    result = lshsql_command("serve", "--work", str(tmp_path / "missing"), "--port", "0")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"lshsql: error: {tmp_path / 'missing'}: no such work folder"
+
+
+def test_it_binds_the_loopback_address_by_default(example_run, tmp_path):
+    server = make_server(example_run, port=0, resources=one_thread(tmp_path))
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+        assert address(server) == f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.server_close()
+
+
+def test_marked_wraps_the_runs_of_words_only_in_one_side():
+    assert marked("a b c d", "a x c d e") == ("a <del>b</del> c d", "a <ins>x</ins> c d <ins>e</ins>")
+    assert marked("<i>", "<i> &") == ("&lt;i&gt;", "&lt;i&gt; <ins>&amp;</ins>")
+
+
+def test_html_text_is_what_a_reader_sees():
+    page = "<html><head><title>T</title><style>p{}</style></head><body><p>one <b>two</b></p>"
+    page += "<script>var x;</script><!-- c --><p>three</p></body></html>"
+    assert html_text(page) == "one two three"
+    assert snippet("aaa bbb ccc", 8) == "aaa bbb ..."
+
+
+def chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={cwd / 'profile'}", *args,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=90, cwd=cwd)
+
+
+def test_a_headless_browser_renders_the_front_page(example, tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (Debian: apt-get install -y chromium); browser check skipped")
+    dom = chromium("--dump-dom", example + "/", cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr
+    assert 'class="clusters"' in dom.stdout and "task-cinnamon-desktop" in dom.stdout
+    shot = tmp_path / "front.png"
+    result = chromium(f"--screenshot={shot}", "--window-size=1280,1600", example + "/", cwd=tmp_path)
+    assert result.returncode == 0 and shot.exists(), result.stderr
+    from matplotlib.image import imread
+
+    pixels = (imread(shot)[..., :3] * 255).round().astype(int)
+    assert pixels.shape[:2] == (1600, 1280)
+    assert tuple(pixels[3, 3]) == (255, 255, 255)  # the page's white, styled by the inline CSS
+    colours = {tuple(p) for p in pixels[::5, ::5].reshape(-1, 3)}
+    assert (0xF3, 0xF5, 0xF8) in colours  # the filter bar and table heads
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / "serve-front.png")
