@@ -101,14 +101,12 @@ def oph(terms: pa.Array, copies: pa.Array, bins: pa.Array, salt: pa.Array) -> pa
 
 def _constant(values: pa.Array | pa.ChunkedArray, name: str) -> int:
     """The first row's value of an argument that is the same in every row (0 for no rows)."""
-    from lshsql.engines.udf import integer_values
-
-    numbers, valid = integer_values(values)
-    if not len(numbers):
+    if not len(values):
         return 0
-    if valid is not None and not valid[0]:
+    first = values[0].as_py()
+    if first is None:
         raise ValueError(f"lsh_oph: NULL {name}")
-    return int(numbers[0])
+    return int(first)
 
 
 def set_signatures(term_hashes: np.ndarray, counts: np.ndarray, m: int, salt: int) -> np.ndarray:
