@@ -311,7 +311,10 @@ def test_run_takes_the_oph_sketch_and_records_it(tmp_path):
     result = lshsql(*args, "--weighting", "none", "--sketch", "oph", "--num-perm", "128")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((work / "manifest.json").read_text())
-    assert manifest["params"]["sketch"] == "oph" and manifest["stages"]["signatures"]["sketch"] == "oph"
+    assert (
+        manifest["params"]["sketch"] == "oph"
+        and manifest["stages"]["signatures"]["params"]["sketch"] == "oph"
+    )
     assert (work / "family" / "oph.parquet").exists()
     with duckdb.connect() as con:
         pairs = con.execute("select count(*) from read_parquet($p)", {"p": str(work / "pairs.parquet")})

@@ -199,7 +199,7 @@ def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, ba
             "--sketch oph: lsh_oph has no SQL stand-in (its densification probes bins until one is not "
             "empty), so this file runs only where lsh_oph is registered, as lshsql does.",
         )
-    return rows, {"max_copies": int(most), "sketch": params.sketch, COMPILED: compiled}
+    return rows, {"max_copies": int(most), COMPILED: compiled}
 
 
 def band_context(params: Params, work: Path) -> dict:
