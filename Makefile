@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup bench-chapters bench-spark bench-spark-kill clean
+.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuters bench-dedup bench-chapters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -67,7 +67,7 @@ $(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
 	@touch $@
 
-bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-scale bench-reuters bench-dedup bench-chapters  ## All benchmarks -> bench/RESULTS.md (about 5 h on 2 cores)
+bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuters bench-dedup bench-chapters  ## All benchmarks -> bench/RESULTS.md (about 5 h on 2 cores)
 
 bench-extract: install  ## Extraction pages/s and MB/s on the largest shared crawl, 5 runs
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
@@ -81,6 +81,9 @@ bench-peers-1m: install $(BENCH_VENV)/bin/python  ## The same at 1M docs, T 0.5 
 
 bench-kernel: install  ## The signatures stage against its numba kernel and rensa's, 3 runs
 	$(BIN)/python bench/minhash_kernel.py --runs 3 --out bench/RESULTS.md
+
+bench-oph: install  ## The signatures stage and kernel with each sketch (minhash, oph at m 80/128/256)
+	$(BIN)/python bench/oph_sketch.py --runs 3 --out bench/RESULTS.md
 
 bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB, 8GB): time, RSS, spill
 	$(BIN)/python bench/scale.py --sizes 100000,1000000,10000000 --memory-limit 4GB,4GB,8GB --out bench/RESULTS.md

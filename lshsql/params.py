@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from lshsql.errors import ParamError
 
 WEIGHTINGS = ("tfidf", "tf", "none")
+# minhash: m random linear functions (the paper's); oph: one-permutation hashing, densified (engines/oph.py)
+SKETCHES = ("minhash", "oph")
 UNITS = ("url", "host", "domain")
 CLUSTERINGS = ("center", "components")
 MAX_K = 32
@@ -48,6 +50,9 @@ class Params:
     max_df: float | None = _option(None, "Drop terms in more than this fraction of URLs [0.5; 1.0].")
     scale: float = _option(100.0, "tfidf/tf bags are scaled to sum to this [{default}].")
     num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
+    sketch: str = _option(
+        "minhash", "minhash (m hash functions) or oph (one hash into m bins, densified) [{default}]."
+    )
     signature_bytes: int = _option(4, "Bytes kept per min-hash: 4 or 3 [{default}].")
     k: int | None = _option(None, "Min-hashes per LSH table [planner's choice].", "-k")
     l: int | None = _option(None, "LSH tables [planner's choice].", "-l")  # noqa: E741 - the paper's name
@@ -74,6 +79,7 @@ class Params:
             ),
             (0 < self.scale <= MAX_COPIES, f"scale must be in (0, {MAX_COPIES:,}], got {self.scale}"),
             (1 <= self.num_perm <= 1024, f"num_perm must be in 1..1024, got {self.num_perm}"),
+            (self.sketch in SKETCHES, f"sketch must be one of {', '.join(SKETCHES)}"),
             (self.signature_bytes in (3, 4), "signature bytes must be 3 or 4"),
             (self.k is None or 1 <= self.k <= MAX_K, f"k must be in 1..{MAX_K}, got {self.k}"),
             (self.l is None or 1 <= self.l <= 10_000, f"l must be in 1..10000, got {self.l}"),

@@ -84,6 +84,11 @@ def test_version():
             "recall is a probability",
         ),
         (
+            ["run", "--bags", "{tmp}/b.parquet", "--work", "{tmp}/w", "--sketch", "bottomk"],
+            "sketch must be one of minhash, oph",
+        ),
+        (["plan", "--sketch", "bottomk"], "sketch must be one of minhash, oph"),
+        (
             [
                 "run",
                 "--bags",
@@ -293,6 +298,34 @@ def test_run_keeps_the_extraction_options_of_the_last_run(tmp_path):
 
 
 @pytest.mark.slow  # three runs of the example crawl; params_for's rules: tests/stages/test_remembered.py
+def test_run_takes_the_oph_sketch_and_records_it(tmp_path):
+    import duckdb
+
+    bags, work = tmp_path / "bags.parquet", tmp_path / "w"
+    with duckdb.connect() as con:  # 40 docs of 30 words, each doc and the next sharing 20 of them
+        con.execute(
+            "copy (select 'http://d' || d || '.example/' as url, 'w' || (d * 10 + t) as term "
+            "from range(40) a(d), range(30) b(t)) to $p (format parquet)",
+            {"p": str(bags)},
+        )
+    args = ["run", "--bags", str(bags), "--work", str(work), "-q", "--threads", "1", "--threshold", "0.5"]
+    result = lshsql(*args, "--weighting", "none", "--sketch", "oph", "--num-perm", "128")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((work / "manifest.json").read_text())
+    assert (
+        manifest["params"]["sketch"] == "oph"
+        and manifest["stages"]["signatures"]["params"]["sketch"] == "oph"
+    )
+    assert (work / "family" / "oph.parquet").exists()
+    with duckdb.connect() as con:
+        pairs = con.execute("select count(*) from read_parquet($p)", {"p": str(work / "pairs.parquet")})
+        assert pairs.fetchone()[0] >= 30  # 39 neighbours at J = 0.5, found with recall 0.95
+    shown = lshsql("plan", "--threshold", "0.5", "--num-perm", "128", "--sketch", "oph", "--work", str(work))
+    assert "sketch oph: P(candidate) measured on its signatures" in shown.stdout
+    assert lshsql(*args).returncode == 0  # not given again: kept
+    assert json.loads((work / "manifest.json").read_text())["params"]["sketch"] == "oph"
+
+
 def test_run_recall_is_the_planners_and_kept(tmp_path):
     """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, other
     tables and less expected work (l * N band keys and the weighted candidates; not always fewer tables, as

@@ -74,6 +74,7 @@ def test_written_columns_are_documented(name):
 # algorithm runs is a file of its own, chosen by pipeline.sql_file, never a flag inside a file.
 TEMPLATED = {
     "30_signatures.sql",
+    "30_signatures_oph.sql",
     "35_buckets.sql",
     "35_buckets_grouped.sql",
     "50_pairs.sql",

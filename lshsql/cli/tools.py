@@ -36,6 +36,7 @@ def plan(
         float, typer.Option(help="Probability wanted of finding a pair right at the threshold.")
     ] = 0.95,
     num_perm: Annotated[int, typer.Option(help="m, min-hashes per URL.")] = 80,
+    sketch: Annotated[str, typer.Option(help="minhash or oph: the signatures' sketch.")] = "minhash",
     banding: Annotated[bool, typer.Option("--banding/--random-tables", help="b bands of r rows.")] = False,
     seed: Annotated[int, typer.Option(help="Seed of the LSH tables (for the bucket prediction).")] = 1,
     work: Annotated[
@@ -54,7 +55,7 @@ def plan(
     from lshsql.lsh.plan import plan as make_plan
 
     resources_ = resources(work, threads, memory_limit, max_spill) if work is not None else None
-    echo_lines(make_plan(threshold, num_perm, recall, banding, work, resources_, seed).lines())
+    echo_lines(make_plan(threshold, num_perm, recall, banding, work, resources_, seed, sketch).lines())
 
 
 def eval_(

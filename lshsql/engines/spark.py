@@ -193,6 +193,7 @@ def udfs() -> list[tuple[str, Callable[..., pa.Array], str]]:
     return [
         ("lsh_term_hash", udf.term_hash, "bigint"),
         ("lsh_minhash", udf.minhash, "array<int>"),
+        ("lsh_oph", udf.oph, "array<int>"),
         ("lsh_url_unit", udf.url_unit, "string"),
         ("lsh_bag_pack", udf.bag_pack, "binary"),
         ("lsh_bag_overlap", udf.bag_overlap, "bigint"),

@@ -7,6 +7,8 @@ built from two fixed algorithms: xxh64 (seed 0) of a term's UTF-8 bytes, and spl
     lsh_term_hash(term)            = xxh64(utf8(term)) >> 1                     in [0, 2^63)
     lsh_minhash(terms, copies, a, b) = the m min-hashes of a bag (engines/minhash.py, compiled): of its
                                      elements x = splitmix64(t XOR (j * 0x9E3779B97F4A7C15)) mod (2^31 - 1)
+    lsh_oph(terms, copies, m, salt) = a bag's densified one-permutation signature (engines/oph.py), of the
+                                     same elements x
     lsh_url_unit(url, unit)        = url, its host, or its registered domain (not a hash: --unit)
     lsh_bag_pack(terms, copies)    = a bag as one BLOB, its terms sorted (engines/overlap.py)
     lsh_bag_overlap(u, v)          = sum of min(copies) over the terms of two packed bags
@@ -104,6 +106,13 @@ def minhash(terms: pa.Array, copies: pa.Array, a: pa.Array, b: pa.Array) -> pa.A
     return minhash.minhash(terms, copies, a, b)
 
 
+def oph(terms: pa.Array, copies: pa.Array, bins: pa.Array, salt: pa.Array) -> pa.Array:
+    """lsh_oph: the densified one-permutation signature of each row's bag (engines/oph.py)."""
+    from lshsql.engines import oph
+
+    return oph.oph(terms, copies, bins, salt)
+
+
 def bag_overlap(u: pa.Array, v: pa.Array) -> pa.Array:
     """lsh_bag_overlap: the shared copies of two packed bags (engines/overlap.py)."""
     from lshsql.engines import overlap
@@ -134,6 +143,15 @@ def register(con) -> None:
         "lsh_minhash",
         minhash,
         [bag, bag, bag, bag],
+        duckdb.list_type(INTEGER),
+        type="arrow",
+        null_handling="special",  # a NULL list of copies is a set, not an unknown
+        side_effects=False,
+    )
+    con.create_function(
+        "lsh_oph",
+        oph,
+        [bag, bag, BIGINT, BIGINT],
         duckdb.list_type(INTEGER),
         type="arrow",
         null_handling="special",  # a NULL list of copies is a set, not an unknown

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 COEFFICIENT_STREAM = 0  # independent numpy streams: the tables do not change when m changes coefficients
 TABLE_STREAM = 1
+OPH_STREAM = 3  # stream 2 is the planner's (scurve.RECALL_STREAM)
 
 
 def coefficient_arrays(seed: int, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
@@ -38,6 +39,18 @@ def coefficient_arrays(seed: int, num_perm: int) -> tuple[np.ndarray, np.ndarray
     a = rng.integers(2**30, 2**31, size=num_perm, dtype=np.int64) * 2 + 1  # odd, in [2^31, 2^32)
     b = rng.integers(0, 2**32, size=num_perm, dtype=np.int64)
     return a, b
+
+
+def oph_salt(seed: int) -> int:
+    """The salt of the one-permutation sketch (--sketch oph: its bins and probes, engines/oph.py), < 2^63."""
+    return int(np.random.default_rng([seed, OPH_STREAM]).integers(0, 2**63, dtype=np.int64))
+
+
+def oph_family(seed: int, num_perm: int) -> pa.Table:
+    """One row: the bins m and the salt of the one-permutation sketch (for the record and for users)."""
+    return pa.Table.from_arrays(
+        [udf.integer_array([num_perm]), udf.integer_array([oph_salt(seed)])], ["bins", "salt"]
+    )
 
 
 def coefficient_pairs(seed: int, num_perm: int) -> list[tuple[int, int]]:

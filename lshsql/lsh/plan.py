@@ -17,6 +17,8 @@ from lshsql.errors import InputError, ParamError
 from lshsql.lsh import family
 from lshsql.lsh.scurve import (
     CANDIDATE_COST,
+    OPH_PLAN_UNION,
+    RECALL_DRAWS,
     choose_kl,
     choose_kl_for_sample,
     expected_candidates,
@@ -53,6 +55,7 @@ class Plan:
     n_urls: int = 0
     sample_size: int = 0
     biggest_buckets: list[int] = field(default_factory=list)
+    sketch: str = "minhash"
 
     def lines(self) -> list[str]:
         """The choice and its reasoning, as `lshsql plan` prints it."""
@@ -66,13 +69,22 @@ class Plan:
                 if self.banding
                 else f"the tables seed {self.seed} draws, measured: they share min-hashes)"
             ),
+            *(
+                [
+                    f"sketch oph: P(candidate) measured on its signatures of {RECALL_DRAWS:,} simulated "
+                    f"pairs of sets of union {OPH_PLAN_UNION}"
+                    + (" (bands: the S-curve)" if self.banding else "")
+                ]
+                if self.sketch == "oph"
+                else []
+            ),
             "",
             "  s     P(candidate)",
         ]
         for s in sorted(
             {round(self.threshold * f, 3) for f in (0.25, 0.5, 0.75, 1.0)} | {min(1.0, self.threshold + 0.1)}
         ):
-            p = tables_recall(s, self.k, self.l, self.num_perm, self.seed, self.banding)
+            p = tables_recall(s, self.k, self.l, self.num_perm, self.seed, self.banding, self.sketch)
             out.append(f"  {s:<5} {p:.4f}")
         out += [
             "",
@@ -146,6 +158,7 @@ def plan(
     work: str | Path | None = None,
     resources: db.Resources | None = None,
     seed: int = 1,
+    sketch: str = "minhash",
 ) -> Plan:
     """Choose (k, l) for `threshold`; with `work`, from its signatures' sample (the choice `run` makes).
 
@@ -153,7 +166,9 @@ def plan(
         >>> plan(0.5).k, plan(0.5).l
         (3, 27)
     """
-    params = Params(threshold=threshold, num_perm=num_perm, banding=banding, seed=seed)  # validates them
+    params = Params(
+        threshold=threshold, num_perm=num_perm, banding=banding, seed=seed, sketch=sketch
+    )  # checks
     if not 0 < recall < 1:
         raise ParamError(f"recall is a probability in (0, 1), got {recall}")
     signatures, n_urls = None, 0
@@ -168,16 +183,16 @@ def plan(
             signatures = None
     histogram = agreement_histogram(signatures) if signatures is not None and len(signatures) > 1 else None
     if histogram is not None:
-        k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall, seed)  # noqa: E741
+        k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall, seed, sketch)  # noqa: E741
     else:
-        k, l = choose_kl(threshold, num_perm, banding, recall, seed=seed)  # noqa: E741
+        k, l = choose_kl(threshold, num_perm, banding, recall, seed=seed, sketch=sketch)  # noqa: E741
     options = []
     for option_k in range(2, min(MAX_K, num_perm) + 1):
-        option_l = tables_needed(threshold, option_k, recall, num_perm, seed, banding)
+        option_l = tables_needed(threshold, option_k, recall, num_perm, seed, banding, sketch)
         if option_l is None or (banding and option_k * option_l > num_perm):
             continue
         expected = None if histogram is None else expected_candidates(histogram, n_urls, option_k, option_l)
-        reached = tables_recall(threshold, option_k, option_l, num_perm, seed, banding)
+        reached = tables_recall(threshold, option_k, option_l, num_perm, seed, banding, sketch)
         options.append(Option(option_k, option_l, reached, expected))
         if option_k >= k + 2:  # beyond, each k needs some 2.5 times the tables of the one before
             break
@@ -186,4 +201,6 @@ def plan(
         chosen = Params(threshold=threshold, num_perm=num_perm, banding=banding, k=k, l=l, seed=params.seed)
         buckets = biggest_buckets(signatures, family.lsh_tables(chosen), n_urls)
     sample_size = 0 if signatures is None else len(signatures)
-    return Plan(threshold, recall, num_perm, banding, k, l, options, seed, n_urls, sample_size, buckets)
+    return Plan(
+        threshold, recall, num_perm, banding, k, l, options, seed, n_urls, sample_size, buckets, sketch
+    )

@@ -6,7 +6,9 @@ when the tables share no min-hash: b bands of r disjoint rows. The paper's rando
 (l*k may exceed m); tables sharing an index collide together, so their curve lies below the closed form
 (Harris-FKG): at m = 80 and s = 0.5, the 47 tables of k = 4 reach 0.90, not 0.95. The planner therefore
 measures the very tables a run draws (tables_recall, family.random_tables) and adds tables until they reach
-the recall. resolve() fills in a Params' None values, (k, l) by the planner.
+the recall. With the one-permutation sketch (--sketch oph) it measures them on that sketch's signatures of
+simulated pairs of sets, whose positions are not independent (_oph_agreements). resolve() fills in a
+Params' None values, (k, l) by the planner.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ MAX_TABLES = 10_000
 # Draws of the agreement of m min-hashes with which the planner measures the tables it draws: the standard
 # error of a recall of 0.95 is 0.0015.
 RECALL_DRAWS = 20_000
-RECALL_STREAM = 2  # numpy stream of those draws (family.py has streams 0 and 1)
+RECALL_STREAM = 2  # numpy stream of those draws (family.py has streams 0, 1 and 3)
+# Union size of the simulated pairs the oph sketch is measured on: a small set, where bins fall empty and
+# their agreement departs most from independent positions (its recall is a little lower than larger sets').
+OPH_PLAN_UNION = 100
 # Cost of one LSH table (N band keys and their share of the self-join) relative to the false-positive area
 # of the S-curve; measured trade-off: near-threshold candidates are cheap to filter, tables are not.
 TABLE_COST = 2e-3
@@ -57,6 +62,7 @@ def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: 
             params.banding,
             params.recall,
             seed=params.seed,
+            sketch=params.sketch,
         )
     else:
         k, l = choose_kl(  # noqa: E741
@@ -67,6 +73,7 @@ def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: 
             fixed_k=k,
             fixed_l=l,
             seed=params.seed,
+            sketch=params.sketch,
         )
     return replace(params, k=k, l=l)
 
@@ -90,6 +97,7 @@ def choose_kl(
     fixed_k: int | None = None,
     fixed_l: int | None = None,
     seed: int = 1,
+    sketch: str = "minhash",
 ) -> tuple[int, int]:
     """The (k, l) whose tables find a pair at `threshold` with probability >= `recall` and give the fewest
     expected unwanted candidates.
@@ -110,13 +118,13 @@ def choose_kl(
             k
             for k in ks
             if not (banding and k * fixed_l > num_perm)
-            and tables_recall(threshold, k, fixed_l, num_perm, seed, banding) >= recall - 1e-12
+            and tables_recall(threshold, k, fixed_l, num_perm, seed, banding, sketch) >= recall - 1e-12
         ]
         best = min(fitting, key=lambda k: (cost(k, fixed_l), k), default=None)
         if best is not None:
             return best, fixed_l
     else:
-        chosen = _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost)
+        chosen = _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost, sketch)
         if chosen is not None:
             return chosen
     raise ParamError(
@@ -126,7 +134,9 @@ def choose_kl(
     )
 
 
-def _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost) -> tuple[int, int] | None:
+def _cheapest_tables(
+    threshold, num_perm, banding, recall, seed, ks, cost, sketch="minhash"
+) -> tuple[int, int] | None:
     """The (k, l) of least cost(k, l) among the k in `ks`, each with its smallest l reaching the recall. The
     closed form's l is a lower bound of the drawn tables' l and cost grows with l, so the k are measured in
     order of their bound and the search stops once a bound reaches the best cost found."""
@@ -139,7 +149,7 @@ def _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost) -> tu
     for bound, k in sorted(bounds):
         if best is not None and bound >= best[0]:
             break
-        l = tables_needed(threshold, k, recall, num_perm, seed, banding)  # noqa: E741
+        l = tables_needed(threshold, k, recall, num_perm, seed, banding, sketch)  # noqa: E741
         if l is None or (banding and k * l > num_perm):
             continue
         if best is None or (cost(k, l), k) < best[:2]:
@@ -159,7 +169,13 @@ def _closed_form_tables(threshold: float, k: int, recall: float) -> int | None:
 
 @functools.lru_cache(maxsize=4096)  # a pure function of its arguments; a run plans more than once
 def tables_needed(
-    threshold: float, k: int, recall: float, num_perm: int, seed: int = 1, banding: bool = False
+    threshold: float,
+    k: int,
+    recall: float,
+    num_perm: int,
+    seed: int = 1,
+    banding: bool = False,
+    sketch: str = "minhash",
 ) -> int | None:
     """The smallest l whose tables find a pair at `threshold` with probability >= `recall`, or None above
     MAX_TABLES: the closed form for bands, the random tables as drawn with `seed` otherwise."""
@@ -170,10 +186,10 @@ def tables_needed(
         return least
     # A draw with fewer than k agreeing positions is found by no table, so no l reaches more than this
     # (the same expression as _drawn_recalls', so the comparison is exact): stop before drawing tables.
-    too_few = (_agreements(threshold, num_perm, seed).sum(axis=1) < k).sum()
+    too_few = (_agreements(threshold, num_perm, seed, sketch).sum(axis=1) < k).sum()
     if 1.0 - too_few / RECALL_DRAWS < recall:
         return None
-    for l, reached in enumerate(_drawn_recalls(threshold, k, num_perm, seed), start=1):  # noqa: E741
+    for l, reached in enumerate(_drawn_recalls(threshold, k, num_perm, seed, sketch), start=1):  # noqa: E741
         if l > MAX_TABLES:
             return None
         if l >= least and reached >= recall:
@@ -189,19 +205,20 @@ def tables_recall(
     num_perm: int,
     seed: int = 1,
     banding: bool = False,
+    sketch: str = "minhash",
 ) -> float:
     """P(a pair of similarity s shares a bucket of at least one of l tables): the closed form for bands,
     the drawn tables' measured rate for random tables (_drawn_recalls)."""
     if banding:
         return collision_probability(s, k, l)
-    return next(islice(_drawn_recalls(s, k, num_perm, seed), l - 1, None))
+    return next(islice(_drawn_recalls(s, k, num_perm, seed, sketch), l - 1, None))
 
 
-def _drawn_recalls(s: float, k: int, num_perm: int, seed: int) -> Iterator[float]:
+def _drawn_recalls(s: float, k: int, num_perm: int, seed: int, sketch: str = "minhash") -> Iterator[float]:
     """For j = 1, 2, ...: P(a pair of similarity s shares a bucket of at least one of the first j tables
     `run` draws with this seed (family.random_tables)), measured on RECALL_DRAWS seeded draws in which each
     of the m positions agrees with probability s, the same draws for every j, k and l."""
-    agree = _agreements(s, num_perm, seed)
+    agree = _agreements(s, num_perm, seed, sketch)
     missed = np.arange(RECALL_DRAWS)  # draws no table has found yet: each table need only look at these
     for table in family.random_tables(seed, num_perm, k):
         missed = missed[~agree[np.ix_(missed, table)].all(axis=1)]
@@ -209,11 +226,31 @@ def _drawn_recalls(s: float, k: int, num_perm: int, seed: int) -> Iterator[float
 
 
 @functools.lru_cache(maxsize=16)
-def _agreements(s: float, num_perm: int, seed: int) -> np.ndarray:
-    """RECALL_DRAWS x m: whether each min-hash of a pair of similarity s agrees, drawn with `seed`."""
-    agree = np.random.default_rng([seed, RECALL_STREAM]).random((RECALL_DRAWS, num_perm)) < s
+def _agreements(s: float, num_perm: int, seed: int, sketch: str = "minhash") -> np.ndarray:
+    """RECALL_DRAWS x m: whether each position of a pair of similarity s agrees, drawn with `seed`: min-hashes
+    independently with probability s, the oph sketch as it hashes simulated pairs (_oph_agreements)."""
+    if sketch == "oph":
+        agree = _oph_agreements(s, num_perm, seed)
+    else:
+        agree = np.random.default_rng([seed, RECALL_STREAM]).random((RECALL_DRAWS, num_perm)) < s
     agree.flags.writeable = False
     return agree
+
+
+def _oph_agreements(s: float, num_perm: int, seed: int) -> np.ndarray:
+    """Agreement of the oph signatures (engines/oph.py, with the run's salt) of RECALL_DRAWS pairs of sets
+    of random terms, each of union OPH_PLAN_UNION sharing round(s * OPH_PLAN_UNION) of them."""
+    from lshsql.engines import oph  # numba: imported only when this sketch is planned
+
+    shared = round(s * OPH_PLAN_UNION)
+    only = (OPH_PLAN_UNION - shared) // 2
+    terms = np.random.default_rng([seed, RECALL_STREAM]).integers(0, 2**62, (RECALL_DRAWS, OPH_PLAN_UNION))
+    first = terms[:, : shared + only]
+    second = np.concatenate([terms[:, :shared], terms[:, shared + only :]], axis=1)
+    counts = np.tile([first.shape[1], second.shape[1]], RECALL_DRAWS)
+    flat = np.concatenate([first, second], axis=1).ravel()
+    signatures = oph.set_signatures(flat, counts, num_perm, family.oph_salt(seed))
+    return signatures[0::2] == signatures[1::2]
 
 
 def collision_by_agreement(num_perm: int, k: int, l: int) -> np.ndarray:  # noqa: E741
@@ -251,6 +288,7 @@ def choose_kl_for_sample(
     banding: bool = False,
     recall: float = PLAN_RECALL,
     seed: int = 1,
+    sketch: str = "minhash",
 ) -> tuple[int, int]:
     """(k, l) with recall >= `recall` at the threshold and the least work on this data: l*N band-key rows
     plus CANDIDATE_COST per expected candidate pair, estimated from a histogram of the agreement of sampled
@@ -261,5 +299,7 @@ def choose_kl_for_sample(
         return planned_work(l, n_urls, expected_candidates(histogram, n_urls, k, l))
 
     ks = range(2, min(MAX_K, num_perm) + 1)
-    chosen = _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost)
-    return chosen if chosen is not None else choose_kl(threshold, num_perm, banding, recall, seed=seed)
+    chosen = _cheapest_tables(threshold, num_perm, banding, recall, seed, ks, cost, sketch)
+    if chosen is not None:
+        return chosen
+    return choose_kl(threshold, num_perm, banding, recall, seed=seed, sketch=sketch)

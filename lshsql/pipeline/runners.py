@@ -182,12 +182,23 @@ def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, ba
             f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
             "--weighting none, or use --weighting tf"
         )
-    family.write(family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet")
+    file = sql_file(stage, params)
+    if params.sketch == "oph":
+        family.write(family.oph_family(params.seed, params.num_perm), work / "family" / "oph.parquet")
+    else:
+        family.write(
+            family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
+        )
     context = template_context(params)
     rows = engine.materialize(
-        sqlfiles.load(stage.sql), {}, output_path(work, stage.name), context, stage.compression
+        sqlfiles.load(file), {}, output_path(work, stage.name), context, stage.compression
     )
-    compiled = Compiled(stage.sql, {}, context, input_views(work, stage.reads))
+    compiled = Compiled(file, {}, context, input_views(work, stage.reads))
+    if params.sketch == "oph":
+        compiled.notes = (
+            "--sketch oph: lsh_oph has no SQL stand-in (its densification probes bins until one is not "
+            "empty), so this file runs only where lsh_oph is registered, as lshsql does.",
+        )
     return rows, {"max_copies": int(most), COMPILED: compiled}
 
 
@@ -215,7 +226,9 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
     out = output_path(work, stage.name)
     compiled = Compiled(file, {}, context, input_views(work, stage.reads))
     # what the tables promise, measured on them as drawn (the planner's or the user's -k and -l)
-    recall = tables_recall(params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding)
+    recall = tables_recall(
+        params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding, params.sketch
+    )
     extra = {"recall_at_threshold": round(recall, 4), COMPILED: compiled}
     if per_batch >= len(bands):
         return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1, **extra}

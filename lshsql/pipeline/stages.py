@@ -62,9 +62,10 @@ STAGES: tuple[Stage, ...] = (
         "signatures",
         "30_signatures.sql",
         ("bags",),
-        ("num_perm", "signature_bytes", "seed"),
+        ("num_perm", "sketch", "signature_bytes", "seed"),
         # min-hashes barely compress and buckets reads some of them once a batch: uncompressed reads faster
         compression="uncompressed",
+        variants=(("oph", "30_signatures_oph.sql"),),
     ),
     Stage(
         "buckets",
@@ -102,7 +103,8 @@ def sql_file(
     unit other than url: `mapped`, which the runner decides from the data too); bags adds up repeated
     (url, term) rows (`grouped`: the runner found term_counts repeats one); buckets groups the min-hash
     values themselves on an engine that does not hash band keys (`portable`, Engine.hashes_band_keys: Spark)
-    where DuckDB's form sorts one hashed key; pairs keeps the signatures' estimate with verify off."""
+    where DuckDB's form sorts one hashed key; signatures takes the one-permutation sketch (`oph`); pairs
+    keeps the signatures' estimate with verify off."""
     if isinstance(stage, str):
         stage = next(s for s in STAGES if s.name == stage)
     variants = dict(stage.variants)
@@ -111,6 +113,7 @@ def sql_file(
         "grouped": grouped,
         "portable": not hashed_band_keys,
         "estimated": not params.verify,
+        "oph": params.sketch == "oph",
     }
     return next((file for variant, file in variants.items() if chosen[variant]), stage.sql)
 
@@ -140,6 +143,8 @@ def template_context(params: Params) -> dict:
     return {
         "hashes": range(params.num_perm),
         "coefficients": family.coefficient_pairs(params.seed, params.num_perm),
+        "num_bins": params.num_perm,
+        "oph_salt": family.oph_salt(params.seed),
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),

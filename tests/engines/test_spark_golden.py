@@ -173,6 +173,16 @@ def test_signatures(engines):
     assert all(0 <= r["h5"] < 2**24 for r in rows)
 
 
+def test_oph_signatures(engines):
+    # the weighted bags (copies > 1) through lsh_oph on both engines, and m beyond the bags' sizes, so
+    # that densification fills empty bins
+    bags_and_signatures(engines)
+    for m in (16, 64):
+        oph = resolve(Params(num_perm=m, seed=3, k=2, l=6, sketch="oph"), whole_sets=False)
+        rows = engines.run("30_signatures_oph.sql", context=template_context(oph), out=f"signatures_oph{m}")
+        assert rows and all(0 <= r[f"h{m - 1}"] < 2**31 for r in rows)
+
+
 def lsh_stages(engines, params: Params, out: str = "") -> tuple[list[dict], list[dict], list[dict]]:
     """buckets, then candidates and bucket_sizes from them, on both engines (outputs named with `out`)."""
     context, max_bucket = template_context(params), {"max_bucket": params.max_bucket}

@@ -122,6 +122,17 @@ def test_verified_jaccard_is_byte_identical_at_1_and_2_threads(tmp_path):
     assert len(jaccard) > 50 and not np.isnan(jaccard.astype(float)).any()
 
 
+def test_the_oph_sketch_is_byte_identical_at_1_and_2_threads(tmp_path):
+    # tfidf bags: weighted, flattened to term#j, which the one-permutation sketch hashes too
+    bags, planted = planted_bags(tmp_path / "input_bags.parquet", base_docs=500, duplicates=200)
+    params = Params(weighting="tfidf", threshold=0.5, seed=1, sketch="oph", num_perm=128)
+    works = run_at_1_and_2_threads(tmp_path, bags, params)
+    assert_identical(digests(works[1]), digests(works[2]))
+    pairs = read_columns(works[1] / "pairs.parquet")
+    found = set(zip(pairs["u"], pairs["v"], strict=True))
+    assert sum((min(a, b), max(a, b)) in found for a, b in planted) >= 0.5 * len(planted)
+
+
 def test_a_different_seed_changes_the_signatures(bags_runs, tmp_path):
     bags, _, works = bags_runs
     for seed, expect_same in ((1, True), (2, False)):

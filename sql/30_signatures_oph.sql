@@ -1,0 +1,47 @@
+-- stage:  signatures
+-- reads:  bags(url_id, term_hash, weight)
+-- writes: signatures(url_id, h0, ..., h{m-1})
+-- order:  url_id
+-- param:  none
+-- template: num_bins = m; oph_salt = the integer drawn from the seed that salts the bins and the probes
+--           (family.py); hashes = 0..m-1; modulus_op = mod 2^(8 * signature bytes)
+--
+-- One-permutation signatures of weighted bags (--sketch oph; Li, Owen & Zhang 2012, with the optimal
+-- densification of Shrivastava 2017): the bag is flattened into {term#1 .. term#q} as in
+-- sql/30_signatures.sql, each element hashed once into one of m bins, h_i = the least value in bin i, and an
+-- empty bin copies the bin its seeded probe sequence finds first, so that P(h_i(u) = h_i(v)) is the
+-- weighted Jaccard of u and v at every position, as with m min-hashes, at the cost of one hash per element.
+-- The UDF lsh_oph (lshsql/engines/oph.py, compiled) has no SQL stand-in: the probes run until they find a
+-- non-empty bin.
+
+with
+
+-- One row per URL: its terms and their copies, listed by one aggregation (so in the same order), the
+-- copies NULL when every term occurs once (a set: nothing to pass), and its m values.
+bags_signed as (
+    select
+        bags.url_id,
+        lsh_oph(
+            list(bags.term_hash),
+            case
+                when max(greatest(1, cast(round(bags.weight) as bigint))) > 1
+                    then list(greatest(1, cast(round(bags.weight) as bigint)))
+            end,
+            {{ num_bins }},
+            {{ oph_salt }}
+        ) as signature
+    from bags
+    group by bags.url_id
+),
+
+-- The modulus is taken after the min: it does not keep the order of the values.
+final as (
+    select
+        bags_signed.url_id,
+        {%- for i in hashes %}
+        cast(bags_signed.signature[{{ i + 1 }}]{{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
+        {%- endfor %}
+    from bags_signed
+)
+
+select * from final order by url_id
