@@ -227,6 +227,20 @@ def link_kind(href: str) -> str:
 
 def resolve(href: str, base: str, options: UrlOptions = UrlOptions()) -> str | None:
     """Join an href against its page's URL and canonicalize the result; None when it is not a web link."""
+    folder = _join_folder(href, base)
+    if folder is None:
+        return _resolve(href, base, options)
+    key = (folder, href, options)
+    found = _resolved.get(key, _MISSING)
+    if found is _MISSING:
+        found = _resolve(href, base, options)
+        if len(_resolved) >= _RESOLVED_SIZE:
+            _resolved.clear()
+        _resolved[key] = found
+    return found
+
+
+def _resolve(href: str, base: str, options: UrlOptions) -> str | None:
     if link_kind(href) != "web":
         return None
     try:
@@ -238,6 +252,30 @@ def resolve(href: str, base: str, options: UrlOptions = UrlOptions()) -> str | N
     return _canonicalize_cached(joined, options)
 
 
+def _join_folder(href: str, base: str) -> str | None:
+    """The part of `base` that resolving `href` against it reads (scheme, host and the folder of its path),
+    when that is all it reads: an href with no scheme, host, whitespace or backslash whose path is not
+    empty (a path or relative path; urljoin then takes neither the base's last segment nor its query).
+    None for any other href or base. Every page of a folder shares its links' resolutions this way."""
+    if _FOLDER_HREF.fullmatch(href) is None:
+        return None
+    return _base_folder(base)
+
+
+@functools.lru_cache(maxsize=2**10)
+def _base_folder(base: str) -> str | None:
+    """`scheme://host/folder/` of an absolute base URL with no whitespace or backslash, else None."""
+    found = _BASE_FOLDER.fullmatch(base)
+    return found[1] if found else None
+
+
+_FOLDER_HREF = re.compile(r"(?!//)[^\x00-\x20\x7f:?#;\\][^\x00-\x20\x7f:\\]*")
+_BASE_FOLDER = re.compile(
+    r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#\x00-\x20\x7f\\]*/(?:[^?#\x00-\x20\x7f\\]*/)?)[^\x00-\x20\x7f\\]*"
+)
+_MISSING = object()
+_RESOLVED_SIZE = 2**16  # resolutions remembered; emptied when full
+_resolved: dict[tuple[str, str, UrlOptions], str | None] = {}
 # Links repeat across a site's pages (navigation, footers): resolving them from a cache is ~10x faster.
 _canonicalize_cached = functools.lru_cache(maxsize=2**16)(canonicalize)
 

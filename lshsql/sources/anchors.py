@@ -51,6 +51,7 @@ _TAG = re.compile(r"""</?([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*>""")
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _SPACES = re.compile(r"\s+")
+_string_of = etree.XPath("string()", smart_strings=False)  # an element's text, what text_content() gives
 MAX_ANCHOR_TEXT = 1000
 DEFAULT_URL_OPTIONS = urls.UrlOptions()
 # Link and block boundaries in the serialized text: private-use characters, removed from the input beforehand.
@@ -73,6 +74,8 @@ class Link:
     after: list[str]
     blocks: list[int] = ()  # key of the text block of each word of before + anchor + after
     block: int | None = None  # key of the text block the link starts in (None: a block with no words)
+    # (low, first, stop, high): before, anchor and after as slices of Page.flow_words
+    span: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class Page:
     canonical_url: str | None = None  # <link rel="canonical">, when valid and not the page's own URL
     links_over_cap: int = 0  # <a href> elements after the first max_links, not extracted
     blocks: list[int] = ()  # the distinct keys of the page's text blocks that hold words, sorted
+    flow_words: list[str] = ()  # every word of the page in reading order, what Link.span indexes
+    flow_keys: list[int] = ()  # the key of the text block of each of flow_words
 
 
 def sniff_skip_reason(body: bytes) -> str | None:
@@ -139,7 +144,10 @@ def parse_page(
     links = [_link(href, i, j, parts, flow, window, window_blocks, base, url_options) for href, i, j in spans]
     blocks = sorted({key for key in flow.keys if key is not None})
     words = flow.words if content else []
-    return Page(title, words_of(title), links, words, encoding, canonical, over_cap, blocks)
+    return Page(
+        title, words_of(title), links, words, encoding, canonical, over_cap, blocks,
+        flow_words=flow.words, flow_keys=flow.word_keys,
+    )  # fmt: skip
 
 
 def block_seed(url: str) -> int:
@@ -174,10 +182,13 @@ def _parse(text: str) -> etree._Element:
 
 
 def _parse_html(text: str) -> tuple[etree._Element, bool]:
-    """The tree of `text`, and whether libxml2 stopped at its nesting limit."""
-    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
+    """The tree of `text`, and whether libxml2 stopped at its nesting limit. lxml.etree's own parser, not
+    lxml.html's: the same tree, without a Python class lookup for every element the walk touches."""
+    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
     try:
-        root = lxml.html.document_fromstring(text, parser=parser)
+        root = etree.fromstring(text, parser)
+        if root is None:
+            raise etree.ParserError("Document is empty")
     except (etree.ParserError, ValueError):
         # lxml refuses documents with no elements at all; treat them as plain text.
         return lxml.html.document_fromstring(f"<html><body><p>{_escape(text)}</p></body></html>"), False
@@ -225,7 +236,7 @@ def _canonical_url(root: etree._Element, url: str, base: str, url_options: urls.
 
 def _title(root: etree._Element) -> str:
     for title in root.iter("title"):
-        return _SPACES.sub(" ", title.text_content()).strip()
+        return _SPACES.sub(" ", _string_of(title)).strip()
     return ""
 
 
@@ -346,6 +357,7 @@ def _link(
         after=flow.words[stop:high],
         blocks=flow.word_keys[low:high],
         block=flow.keys[open_block],
+        span=(low, first, stop, high),
     )
 
 

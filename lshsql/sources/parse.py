@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lshsql import urls
-from lshsql.sources.anchors import block_seed, parse_page, sniff_skip_reason
+from lshsql.sources.anchors import Page, block_seed, parse_page, sniff_skip_reason
 from lshsql.sources.batches import Rows, surface_batch
 from lshsql.sources.records import Record
 from lshsql.sources.text import SurfaceForms
@@ -73,7 +73,7 @@ def parse_batch(items: list[tuple[int, Record]], params: ExtractParams) -> tuple
         except Exception:  # noqa: BLE001 - one unparseable page must not stop a crawl; it is counted
             pages.add_page(record_id, record, url, "parse_error")
             continue
-        n_out = _add_links(links, fragments, record_id, url, page.links, normalize, params.buckets)
+        n_out = _add_links(links, fragments, record_id, url, page, normalize, params.buckets)
         if page.blocks:
             host_key = _signed(block_seed(url))
             page_blocks["record_id"].extend([record_id] * len(page.blocks))
@@ -109,21 +109,19 @@ def _add_links(
     fragments: Rows,
     record_id: int,
     url: str,
-    page_links: list,
+    page: Page,
     normalize: SurfaceForms,
     buckets: int,
 ) -> int:
     n_out = 0
-    for position, link in enumerate(page_links):
+    windows = sorted((link.span[0], link.span[3]) for link in page.links if link.target_url)
+    flow = normalize.flow(page.flow_words, page.flow_keys, windows)
+    for position, link in enumerate(page.links):
         internal = None
         if link.target_url:
             n_out += 1
             internal = urls.is_internal(url, link.target_url)
-            words = link.before + link.anchor + link.after
-            first = len(link.before)
-            terms, blocks, anchor_from, anchor_to = normalize.window(
-                words, link.blocks, first, first + len(link.anchor)
-            )
+            terms, blocks, anchor_from, anchor_to = normalize.span(flow, *link.span)
             fragments.add_fragment(
                 record_id,
                 link.target_url,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import itertools
+import operator
 import os
 import re
 import unicodedata
@@ -205,15 +206,13 @@ def _make_aligned(options: TextOptions) -> Callable[[list[str]], list[str]]:
         """The term of each word of word_list ("" when it is dropped)."""
         found = list(map(lookup, word_list))
         if None in found:  # some words not seen before (or since the cache was emptied)
-            for i, term in enumerate(found):
-                if term is None:
-                    word = word_list[i]
-                    term = lookup(word)
-                    if term is None:
-                        if len(cache) >= _CACHE_SIZE:
-                            cache.clear()
-                        term = cache[word] = term_of(word)
-                    found[i] = term
+            unknown = map(operator.is_, found, itertools.repeat(None))
+            missing = dict.fromkeys(itertools.compress(word_list, unknown))
+            if len(cache) + len(missing) > _CACHE_SIZE:
+                cache.clear()
+                missing = dict.fromkeys(word_list)
+            cache.update(zip(missing, map(term_of, missing), strict=True))
+            found = list(map(lookup, word_list))
         return found
 
     return aligned
@@ -223,6 +222,28 @@ def _make_aligned(options: TextOptions) -> Callable[[list[str]], list[str]]:
 def _shared_aligned(options: TextOptions) -> Callable[[list[str]], list[str]]:
     """One aligned normalizer per options and process, so every SurfaceForms of a worker shares its cache."""
     return _make_aligned(options)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted (low, high) ranges with those that overlap or touch merged."""
+    merged: list[list[int]] = []
+    for low, high in spans:
+        if merged and low <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return [(low, high) for low, high in merged]
+
+
+@dataclass(frozen=True)
+class FlowTerms:
+    """A page's words with their terms (SurfaceForms.flow): the kept terms and their block keys in order, and
+    kept[i], how many of the words before word i made a term."""
+
+    words: list[str]
+    terms: list[str]
+    keys: list[int]
+    kept: list[int]
 
 
 class SurfaceForms:
@@ -252,17 +273,26 @@ class SurfaceForms:
         self._words.update(word_list)
         return list(filter(None, self._aligned(word_list)))
 
-    def window(
-        self, word_list: list[str], keys: list[int], first: int, stop: int
+    def flow(self, word_list: list[str], keys: list[int], spans: list[tuple[int, int]]) -> FlowTerms:
+        """The terms of a page's words in `spans` (sorted (low, high) ranges of word_list: its windows), found
+        once for all windows (span): a window is then a few slices, and overlapping windows cost nothing more.
+        keys[i] is the key of word i's block. Words outside every span get no term (and are never stemmed).
+        Counts no words; span counts each window's."""
+        found = [""] * len(word_list)
+        for low, high in _merged(spans):
+            found[low:high] = self._aligned(word_list[low:high])
+        kept = list(itertools.accumulate(map(bool, found), initial=0))
+        return FlowTerms(word_list, list(filter(None, found)), list(itertools.compress(keys, found)), kept)
+
+    def span(
+        self, flow: FlowTerms, low: int, first: int, stop: int, high: int
     ) -> tuple[list[str], list[int], int, int]:
-        """Terms of word_list, in order, counting its words; the key (keys[i] belongs to word i) of the word
+        """The terms of the flow's words low..high-1, in order, counting those words; the key of the word
         each term was made from; and the span of terms made from words first..stop-1 (the anchor)."""
-        self._words.update(word_list)
-        found = self._aligned(word_list)
-        kept = [(term, key) for term, key in zip(found, keys, strict=True) if term]
-        anchor_from = len(list(filter(None, found[:first])))
-        anchor_to = anchor_from + len(list(filter(None, found[first:stop])))
-        return [term for term, _ in kept], [key for _, key in kept], anchor_from, anchor_to
+        self._words.update(flow.words[low:high])
+        kept = flow.kept
+        a, b = kept[low], kept[high]
+        return flow.terms[a:b], flow.keys[a:b], kept[first] - a, kept[stop] - a
 
     def shingles(self, word_list: list[str], w: int) -> list[str]:
         """The w-word shingles of the terms of word_list (see shingles()), counting each with the shingle of

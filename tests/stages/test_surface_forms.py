@@ -139,3 +139,17 @@ def test_finishing_sql_adds_up_batches_and_orders_by_term_n_desc_word():
 def test_bad_shingle_width_is_refused(w):
     with pytest.raises(ValueError, match="shingle width"):
         SurfaceForms(TextOptions()).shingles(["dogs"], w)
+
+
+def test_windows_of_a_page_flow_are_its_slices_with_their_block_keys():
+    forms = SurfaceForms(TextOptions())
+    page = ["the", "running", "dogs", "ran", "and", "ran", "far", "away"]
+    keys = [1, 1, 1, 2, 2, 2, 3, 3]
+    # two windows, words 0..3 (anchor 1..2) and 2..6 (anchor 3..4); "away" is in neither
+    flow = forms.flow(page, keys, [(0, 4), (2, 7)])
+    assert forms.span(flow, 0, 1, 3, 4) == (["run", "dog", "ran"], [1, 1, 2], 0, 2)
+    assert forms.span(flow, 2, 3, 4, 7) == (["dog", "ran", "ran", "far"], [1, 2, 2, 3], 1, 2)
+    # counted per window, overlap counted twice; the word outside every window is not counted
+    assert sorted(forms.rows()) == [
+        ("dog", "dogs", 2), ("far", "far", 1), ("ran", "ran", 3), ("run", "running", 1)
+    ]  # fmt: skip

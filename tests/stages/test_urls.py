@@ -508,3 +508,33 @@ def test_link_functions_raise_only_url_error_on_arbitrary_text(text):
     ):
         with contextlib.suppress(UrlError):
             call()
+
+
+@pytest.mark.parametrize(
+    ("href", "bases", "expected"),
+    [
+        # an href with a path reads only the base's folder: pages of one folder share the resolution
+        ("next.html", ("http://a.com/d/one.html", "http://a.com/d/two.html?q=1"), "http://a.com/d/next.html"),
+        ("../up", ("http://a.com/d/e/one", "http://a.com/d/e/"), "http://a.com/d/up"),
+        ("/root", ("http://a.com/d/one", "http://a.com/x/two"), "http://a.com/root"),
+    ],
+)
+def test_resolve_is_the_same_from_every_page_of_a_folder(href, bases, expected):
+    assert [resolve(href, base) for base in bases] == [expected, expected]
+
+
+@pytest.mark.parametrize(
+    ("href", "first", "second"),
+    [
+        # these read more of the base than its folder, so a resolution from another page is never reused
+        ("?a=1", "http://a.com/d/one.html?a=2", "http://a.com/d/two.html"),
+        ("?", "http://a.com/d/one.html?b=1", "http://a.com/d/two.html"),
+        ("http:?x", "http://a.com/d/one.html", "http://a.com/d/two.html"),
+        ("//b.com/x", "http://a.com/d/one", "https://a.com/d/one"),
+        ("x", "http://a.com/d/one", "http://b.com/d/one"),
+    ],
+)
+def test_resolve_from_another_page_differs_where_the_href_reads_more_than_the_folder(href, first, second):
+    assert resolve(href, first) == urls._resolve(href, first, UrlOptions())
+    assert resolve(href, second) == urls._resolve(href, second, UrlOptions())
+    assert resolve(href, first) != resolve(href, second)
