@@ -276,7 +276,7 @@ _BASE_FOLDER = re.compile(
 _MISSING = object()
 _RESOLVED_SIZE = 2**16  # resolutions remembered; emptied when full
 _resolved: dict[tuple[str, str, UrlOptions], str | None] = {}
-# Links repeat across a site's pages (navigation, footers): resolving them from a cache is ~10x faster.
+# Links repeat across a site's pages (navigation, footers): each is canonicalized once, then cached.
 _canonicalize_cached = functools.lru_cache(maxsize=2**16)(canonicalize)
 
 
