@@ -1,5 +1,5 @@
 -- stage:  bags
--- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_id, term_hash, term, n_urls)
+-- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_hash, term, n_urls)
 -- writes: bags(url_id, term_hash, tf, df, weight)
 -- order:  url_id, term_hash (not needed for the rows, but the signatures stage's aggregate over millions of
 --         URLs stays in memory only when a URL's rows come together; unordered, it spills, bench/RESULTS.md)
@@ -28,51 +28,44 @@ document_count as (
     select count(*) as n_urls from urls
 ),
 
--- One row per (url, term) already: ids are looked up and terms.n_urls is the document frequency. Skipping
--- the two groups of sql/20_bags_grouped.sql takes 3.3 of 5.9 CPU-seconds off the stage at 100k documents.
--- tf goes through the same DECIMAL as that file's sum, so both ways give the same values.
+-- One row per (url, term) already: terms.n_urls is the document frequency, and each row finds its kept
+-- term, hash and df in one join by the term's text (bags keep term_hash, so no term_id is looked up first).
+-- Skipping the two groups of sql/20_bags_grouped.sql makes this the faster form (bench/RESULTS.md).
+terms_kept as (
+    select
+        terms.term,
+        terms.term_hash,
+        terms.n_urls as df
+    from terms
+    cross join document_count
+    where
+        terms.n_urls >= $min_df
+        and terms.n_urls <= $max_df * document_count.n_urls
+),
+
+-- tf goes through the same DECIMAL as the sum of sql/20_bags_grouped.sql, so both ways give the same values.
 counts as (
     select
         urls.url_id,
-        terms.term_id,
-        cast(cast(term_counts.tf as decimal(38, 12)) as double) as tf
+        terms_kept.term_hash,
+        cast(cast(term_counts.tf as decimal(38, 12)) as double) as tf,
+        terms_kept.df
     from term_counts
-    inner join terms on term_counts.term = terms.term
+    inner join terms_kept on term_counts.term = terms_kept.term
     inner join urls on term_counts.url = urls.url
-),
-
-terms_with_df as (
-    select
-        terms.term_id,
-        terms.n_urls as df
-    from terms
-),
-
-terms_kept as (
-    select
-        terms.term_id,
-        terms.term_hash,
-        terms_with_df.df
-    from terms_with_df
-    inner join terms on terms_with_df.term_id = terms.term_id
-    cross join document_count
-    where
-        terms_with_df.df >= $min_df
-        and terms_with_df.df <= $max_df * document_count.n_urls
 ),
 
 bags_weighted as (
     select
         counts.url_id,
-        terms_kept.term_hash,
+        counts.term_hash,
         counts.tf,
-        terms_kept.df,
+        counts.df,
         case $weighting
-            when 'tfidf' then counts.tf * ln(document_count.n_urls / terms_kept.df)
+            when 'tfidf' then counts.tf * ln(document_count.n_urls / counts.df)
             else counts.tf
         end as raw_weight
     from counts
-    inner join terms_kept on counts.term_id = terms_kept.term_id
     cross join document_count
 ),
 
@@ -81,13 +74,14 @@ bags_nonzero as (
     select * from bags_weighted where raw_weight > 0
 ),
 
-
--- Summed as DECIMAL: exact, so the total does not depend on the order parallel threads add in.
+-- Summed as DECIMAL: exact, so the total does not depend on the order parallel threads add in. Bags of
+-- weighting none keep their weights, so the filter leaves nothing to group and no total is joined.
 bag_totals as (
     select
         bags_nonzero.url_id,
         cast(sum(cast(bags_nonzero.raw_weight as decimal(38, 12))) as double) as total_weight
     from bags_nonzero
+    where $weighting != 'none'
     group by bags_nonzero.url_id
 ),
 
@@ -102,7 +96,7 @@ final as (
             else bags_nonzero.raw_weight * $scale / bag_totals.total_weight
         end as weight
     from bags_nonzero
-    inner join bag_totals on bags_nonzero.url_id = bag_totals.url_id
+    left join bag_totals on bags_nonzero.url_id = bag_totals.url_id
 )
 
 select * from final order by url_id, term_hash

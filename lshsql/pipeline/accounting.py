@@ -60,10 +60,17 @@ def hidden_repeats(engine, params: Params) -> bool:
 
 
 def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) -> bool:
-    """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys: a row group at a
-    time, in batches of at most `batch_rows`, so memory stays bounded by the writer's row groups (DuckDB's
-    hold 122,880 rows). Read on one thread, by row group, which is faster than ParquetFile.iter_batches."""
-    previous = None
+    """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys (ordered_keys)."""
+    return ordered_keys(path, key, batch_rows)[0]
+
+
+def ordered_keys(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) -> tuple[bool, int | None]:
+    """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys, and if not, the
+    number of distinct values of its first column (the runs of that column, in one pass: the bags stage's
+    URLs with a bag). A row group at a time, in batches of at most `batch_rows`, so memory stays bounded by
+    the writer's row groups (DuckDB's hold 122,880 rows). Read on one thread, by row group, which is
+    faster than ParquetFile.iter_batches. Stops at the first repeat, with None for the count."""
+    previous, runs = None, 0
     file = pq.ParquetFile(path)
     for group in range(file.num_row_groups):
         table = file.read_row_group(group, columns=list(key), use_threads=False)
@@ -76,9 +83,13 @@ def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 2
                 same &= column[1:] == column[:-1]
             first = tuple(column[0] for column in columns)
             if same.any() or previous == first:
-                return True
+                return True, None
+            leading = columns[0]
+            runs += int(np.count_nonzero(leading[1:] != leading[:-1])) + (
+                previous is None or previous[0] != first[0]
+            )
             previous = tuple(column[-1] for column in columns)
-    return False
+    return False, runs
 
 
 def _key_values(column: pa.Array) -> np.ndarray:

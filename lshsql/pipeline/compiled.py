@@ -14,7 +14,9 @@ shell has none of them. Like dbt's target/compiled and sqlmesh's render.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -149,10 +151,23 @@ def compiled_sql(work: str | Path, stage: str) -> str:
 
 
 def _statements(body: str) -> list[set[str]]:
-    import duckdb
+    return [set(s.named_parameters) for s in _split(body)]
 
-    with duckdb.connect() as con:
-        return [set(s.named_parameters) for s in con.extract_statements(body)]
+
+_PARSER_LOCK = threading.Lock()
+
+
+@cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """One connection of the process that only splits SQL text: opening one per stage written cost more
+    than writing the file."""
+    return duckdb.connect(config={"threads": 1})
+
+
+def _split(text: str) -> list:
+    """DuckDB's statements of a text (extract_statements), on the shared parser connection."""
+    with _PARSER_LOCK:  # a connection is used by one thread at a time
+        return _parser().extract_statements(text)
 
 
 def _value(value, sql_type: str | None) -> str:
@@ -172,10 +187,7 @@ def _order(order: str) -> str:
 
 def _select_of(text: str) -> str:
     """A one-select file's text without its trailing semicolon and comments, for a view."""
-    import duckdb
-
-    with duckdb.connect() as con:
-        return con.extract_statements(text)[-1].query.strip().rstrip(";")
+    return _split(text)[-1].query.strip().rstrip(";")
 
 
 def _relative(work: Path, path: Path) -> str:

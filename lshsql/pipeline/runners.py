@@ -21,7 +21,7 @@ from lshsql.lsh import family
 from lshsql.lsh.scurve import tables_recall
 from lshsql.params import MAX_COPIES, Params
 from lshsql.pipeline import batching, labels
-from lshsql.pipeline.accounting import has_repeated_rows, hidden_repeats, row_accounting
+from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_accounting
 from lshsql.pipeline.compiled import Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
 from lshsql.pipeline.rounds import center, components
@@ -154,14 +154,17 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     fast = "n_urls" in engine.columns("terms")
     file = sql_file(stage, params, grouped=not fast)
     rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
-    repeated = fast and (
-        has_repeated_rows(output_path(work, stage.name), ("url_id", "term_hash"))
-        or hidden_repeats(engine, params)
-    )
+    with_bag = None
+    if fast:  # the pass that looks for a repeat also counts the URLs with a bag (bags are in url_id order)
+        repeated, with_bag = ordered_keys(output_path(work, stage.name), ("url_id", "term_hash"))
+        repeated = repeated or hidden_repeats(engine, params)
+    else:
+        repeated = False
     if repeated:
         file = sql_file(stage, params, grouped=True)
         rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
-    with_bag = scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
+    if repeated or with_bag is None:
+        with_bag = scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
     return rows, {
         "urls": n_urls,
         "urls_with_bag": with_bag,

@@ -407,6 +407,27 @@ def test_repeated_rows_are_found_across_row_groups(tmp_path):
     assert check([(1, 5), (1, 5), (2, 7)])  # within the first row group
 
 
+def test_the_repeat_pass_counts_the_urls_of_ordered_bags(tmp_path):
+    """ordered_keys counts the runs of url_id, across batches and row groups, when no key repeats."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql.pipeline.accounting import ordered_keys
+
+    def check(keys: list[tuple[int, int]], batch_rows: int) -> tuple[bool, int | None]:
+        path = tmp_path / "bags.parquet"
+        table = pa.Table.from_pylist([{"url_id": u, "term_hash": t} for u, t in keys])
+        pq.write_table(table, path, row_group_size=2)
+        return ordered_keys(path, ("url_id", "term_hash"), batch_rows)
+
+    # url 1 spans the first row group and the second's first row; url 2 the rest of it; url 3 alone
+    keys = [(1, 5), (1, 7), (1, 9), (2, 5), (3, 1)]
+    assert [check(keys, n) for n in (1, 2, 100)] == [(False, 3)] * 3
+    assert check([(4, 1), (9, 1)], 1) == (False, 2)  # equal term_hash, two URLs
+    assert check([], 2) == (False, 0)
+    assert check([(1, 5), (1, 5), (2, 7)], 100) == (True, None)
+
+
 def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
     import pyarrow as pa
