@@ -273,19 +273,22 @@ def _write_raw(
         raw_dir,
         workers,
         progress,
-        _extent(sources),
+        _extent(sources) if progress else None,
     )
 
 
 def _extent(sources: list[tuple[int, Source]]) -> tuple[Callable[[int, object], int], int] | None:
     """For progress: the input bytes read up to a record (the sizes of the files before its file, and its
-    offset in it) and the bytes of all inputs; None when a source is a folder of pages."""
+    offset in it) and the bytes of all inputs; None when a source is a folder of pages or cannot be read."""
     if any(source.kind == "htmldir" for _, source in sources):
         return None
     before, total = {}, 0
     for file_no, source in sources:
         before[file_no] = total
-        total += os.path.getsize(source.path)
+        try:
+            total += os.path.getsize(source.path)
+        except OSError:  # the reader says what is wrong with it, in its own words
+            return None
     return (lambda record_id, record: before[record_id >> 32] + record.source_offset), total
 
 
