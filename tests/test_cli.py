@@ -326,6 +326,7 @@ def test_run_takes_the_oph_sketch_and_records_it(tmp_path):
     assert json.loads((work / "manifest.json").read_text())["params"]["sketch"] == "oph"
 
 
+@pytest.mark.slow  # three runs of the example crawl in processes of their own
 def test_run_recall_is_the_planners_and_kept(tmp_path):
     """--recall sets the chance the planner's tables find a pair right at the threshold: less recall, other
     tables and less expected work (l * N band keys and the weighted candidates; not always fewer tables, as

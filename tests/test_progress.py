@@ -82,6 +82,7 @@ def test_a_terminal_gets_a_live_display_with_bytes_rates_and_stage_times(crawl, 
     assert any(re.fullmatch(r"time: \d+\.\d\d s", line) for line in lines)
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_the_plain_lines_and_no_escape_codes(crawl, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [
@@ -105,6 +106,7 @@ def test_a_pipe_gets_the_plain_lines_and_no_escape_codes(crawl, tmp_path):
     assert result.stdout.splitlines()[-1].startswith("total time (extraction and stages): ")
 
 
+@pytest.mark.slow
 def test_quiet_shows_nothing_in_a_terminal_either(crawl, tmp_path):
     args = ["run", str(crawl), "--work", str(tmp_path / "w"), "--threads", "1", "--quiet"]
     code, output = in_terminal(args, tmp_path)
