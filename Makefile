@@ -79,7 +79,7 @@ bench-peers-1m: install $(BENCH_VENV)/bin/python  ## The same at 1M docs, T 0.5 
 	$(BIN)/python bench/peers.py --sizes 1000000 --thresholds 0.5,0.8 --runs 3 --truth lshsql --truth-batches 16 \
 		--lshsql-args "--memory-limit 4GB --threads 2" --section peers-1m --out bench/RESULTS.md
 
-bench-kernel: install  ## The signatures stage against its numba kernel and rensa's, 3 runs
+bench-kernel: install $(BENCH_VENV)/bin/python  ## The signatures stage against its numba kernel and rensa's, 3 runs
 	$(BIN)/python bench/minhash_kernel.py --runs 3 --out bench/RESULTS.md
 
 bench-oph: install  ## The signatures stage and kernel with each sketch (minhash, oph at m 80/128/256)
