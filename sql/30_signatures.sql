@@ -34,14 +34,6 @@ bags_signed as (
     group by bags.url_id
 ),
 
--- The modulus is taken after the min: it does not keep the order of the values.
-final as (
-    select
-        bags_signed.url_id,
-        {%- for i in hashes %}
-        cast(bags_signed.signature[{{ i + 1 }}]{{ modulus_op }} as integer) as h{{ i }}{{ "," if not loop.last }}
-        {%- endfor %}
-    from bags_signed
-)
+{% include "macros/signature_columns.sql" %}
 
 select * from final order by url_id

@@ -71,12 +71,26 @@ def minhash(terms: pa.Array, copies: pa.Array, a: pa.Array, b: pa.Array) -> pa.A
     m, n = len(a_values), len(valid)
     if len(b_values) != m:
         raise ValueError("lsh_minhash: a and b differ in length")
-    lengths = np.diff(offsets)
-    if (weighted & (np.diff(c_offsets) != lengths)).any():
-        raise ValueError("lsh_minhash: a bag's terms and copies differ in length")
-    valid = valid & (lengths > 0)
+    valid = bags_to_sign("lsh_minhash", offsets, valid, c_offsets, weighted)
     out = np.zeros(n * m, np.int32)
     signatures(offsets, values, c_offsets, c_values, weighted, valid, a_values, b_values, out)
+    return int32_lists(out, m, valid)
+
+
+def bags_to_sign(
+    udf: str, offsets: np.ndarray, valid: np.ndarray, c_offsets: np.ndarray, weighted: np.ndarray
+) -> np.ndarray:
+    """The rows a signature UDF signs (valid, with terms), after checking each weighted row has as many
+    copies as terms."""
+    lengths = np.diff(offsets)
+    if (weighted & (np.diff(c_offsets) != lengths)).any():
+        raise ValueError(f"{udf}: a bag's terms and copies differ in length")
+    return valid & (lengths > 0)
+
+
+def int32_lists(out: np.ndarray, m: int, valid: np.ndarray) -> pa.Array:
+    """Rows of m int32 values each (out, row by row) as an Arrow list array; rows not valid are NULL."""
+    n = len(valid)
     child = pa.Array.from_buffers(pa.int32(), n * m, [None, pa.py_buffer(out)])
     list_offsets = pa.py_buffer(np.arange(0, n * m + 1, m, dtype=np.int32))
     bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from lshsql.engines.minhash import GOLDEN, element_hash
+from lshsql.engines.minhash import GOLDEN, bags_to_sign, element_hash, int32_lists
 from lshsql.engines.overlap import list_parts
 
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -87,16 +87,10 @@ def oph(terms: pa.Array, copies: pa.Array, bins: pa.Array, salt: pa.Array) -> pa
     m, salt_value = _constant(bins, "m"), _constant(salt, "salt")
     if not 1 <= m <= MAX_BINS:
         raise ValueError(f"lsh_oph: m must be in 1..{MAX_BINS}, got {m}")
-    lengths = np.diff(offsets)
-    if (weighted & (np.diff(c_offsets) != lengths)).any():
-        raise ValueError("lsh_oph: a bag's terms and copies differ in length")
-    valid = valid & (lengths > 0)
+    valid = bags_to_sign("lsh_oph", offsets, valid, c_offsets, weighted)
     out = np.zeros(n * m, np.int32)
     signatures(offsets, values, c_offsets, c_values, weighted, valid, m, salt_value, out)
-    child = pa.Array.from_buffers(pa.int32(), n * m, [None, pa.py_buffer(out)])
-    list_offsets = pa.py_buffer(np.arange(0, n * m + 1, m, dtype=np.int32))
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(pa.list_(pa.int32()), n, [bitmap, list_offsets], children=[child])
+    return int32_lists(out, m, valid)
 
 
 def _constant(values: pa.Array | pa.ChunkedArray, name: str) -> int:

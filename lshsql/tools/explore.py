@@ -150,9 +150,7 @@ def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources
     work = Path(work)
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "pairs", "clusters")
-        found = find_url(con, url)
-        if found is None:
-            raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+        found = described_url(con, url)
         return fetch_arrow(con, QUERIES["related"], {"url": found, "limit": limit})
 
 
@@ -163,9 +161,7 @@ def nearest(work: str | Path, url: str, resources: db.Resources | None = None) -
     work = Path(work)
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "candidates", "signatures")
-        found = find_url(con, url)
-        if found is None:
-            raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+        found = described_url(con, url)
         hashes = [c for c in con.sql("select * from signatures limit 0").columns if c != "url_id"]
         agree = " + ".join(f"cast(mine.{h} = theirs.{h} as integer)" for h in hashes)  # column names only
         rows = con.execute(
@@ -195,6 +191,14 @@ def canonical(url: str) -> str:
     with contextlib.suppress(urls.UrlError):
         return urls.canonicalize(url)
     return url
+
+
+def described_url(con: duckdb.DuckDBPyConnection, url: str) -> str:
+    """find_url in urls, or an InputError saying the URL is not described in the work folder."""
+    found = find_url(con, url)
+    if found is None:
+        raise InputError(f"{url}: not described in this work folder (as given or canonicalized)")
+    return found
 
 
 def find_url(con: duckdb.DuckDBPyConnection, url: str, relation: str = "urls") -> str | None:
