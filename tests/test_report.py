@@ -328,3 +328,26 @@ def test_the_filter_keeps_the_clusters_with_every_word_typed_in_a_browser(report
     dom = chromium("--dump-dom", page.resolve().as_uri() + "#q=onerror", cwd=tmp_path)
     assert 'id="shown" class="note">1 of 3 clusters shown<' in dom.stdout
     assert "<img" not in dom.stdout and dom.stdout.count("<script") == 1
+
+
+def test_the_links_to_serve_open_its_pages(work, tmp_path):
+    import threading
+    import urllib.request
+
+    from lshsql.web import address, make_server
+
+    server = make_server(work, port=0, resources=RESOURCES)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = address(server).rstrip("/")
+        page = write_report(work, tmp_path / "r.html", serve_url=base).read_text(encoding="utf-8")
+        row = next(r for r in cluster_rows(page) if "/capture?" in r)
+        links = sorted(set(re.findall(r'href="([^"]+)"', row)))
+        for kind in ("/cluster/", "/url?u=", "/capture?u="):
+            assert any(link.startswith(base + kind) for link in links), kind
+        for link in links:
+            with urllib.request.urlopen(html.unescape(link), timeout=60) as response:
+                assert response.status == 200, link
+    finally:
+        server.shutdown()
+        server.server_close()
