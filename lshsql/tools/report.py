@@ -62,8 +62,9 @@ td.url { overflow-wrap: anywhere; }
 td.details { font-size: 0.9em; color: #444; overflow-wrap: anywhere; }
 table.clusters { width: 100%; table-layout: fixed; }
 table.clusters th:nth-child(1) { width: 2.2em; } table.clusters th:nth-child(2) { width: 3.2em; }
-table.clusters th:nth-child(3), table.clusters th:nth-child(4) { width: 4.6em; }
-table.clusters th:nth-child(5) { width: 26%; } table.clusters th:nth-child(6) { width: 20%; }
+table.clusters th:nth-child(3), table.clusters th:nth-child(4) { width: 5.2em; }
+table.clusters th:nth-child(5) { width: 24%; } table.clusters th:nth-child(6) { width: 15%; }
+table.clusters th { white-space: normal; }
 ul.members { font-size: 0.95em; }
 td.url a { color: #1d4f8a; text-decoration: none; }
 ul.members { margin: 0; padding-left: 1.1em; }
