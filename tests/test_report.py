@@ -148,6 +148,20 @@ def test_a_bad_serve_address_is_a_param_error(work, tmp_path, address):
         write_report(work, tmp_path / "r.html", serve_url=address)
 
 
+def test_the_command_writes_serve_links_and_refuses_a_bad_address_in_one_line(work, tmp_path, lshsql_command):
+    out = tmp_path / "r.html"
+    good = lshsql_command(
+        "report", "--work", str(work), "--out", str(out), "--serve-url", "http://localhost:9/"
+    )
+    assert good.returncode == 0 and good.stdout.strip() == str(out), good.stderr
+    assert 'href="http://localhost:9/cluster/' in out.read_text(encoding="utf-8")
+    bad = lshsql_command("report", "--work", str(work), "--serve-url", "localhost:9")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "lshsql: error: serve-url must be an http(s) address such as http://127.0.0.1:8765, got 'localhost:9'"
+    ]
+
+
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
