@@ -128,21 +128,21 @@ def test_members_show_their_titles_and_where_their_page_is_stored(work, report):
 
 
 def test_with_a_serve_address_members_link_to_its_pages(work, tmp_path):
-    page = write_report(work, tmp_path / "r.html", serve_url="http://127.0.0.1:8765/").read_text("utf-8")
+    page = write_report(work, tmp_path / "r.html", serve_url="http://127.0.0.1:8000/").read_text("utf-8")
     top = explore.top_clusters(work, limit=1).to_pylist()[0]
     center_id = duckdb.execute(
         "select center_id from read_parquet($p) where url = $u",
         {"p": str(work / "clusters.parquet"), "u": top["center"]},
     ).fetchone()[0]
     first = cluster_rows(page)[0]
-    assert f'<a href="http://127.0.0.1:8765/cluster/{center_id}">{top["size"]}</a>' in first
+    assert f'<a href="http://127.0.0.1:8000/cluster/{center_id}">{top["size"]}</a>' in first
     quoted = "https%3A%2F%2Fwww.postgresql.example%2Fdocs%2F15%2Fsql-dropdomain.html"
-    assert f'<a href="http://127.0.0.1:8765/url?u={quoted}"><span class="title">DROP DOMAIN</span>' in page
-    assert f'<a class="where" href="http://127.0.0.1:8765/capture?u={quoted}">capture</a>' in page
+    assert f'<a href="http://127.0.0.1:8000/url?u={quoted}"><span class="title">DROP DOMAIN</span>' in page
+    assert f'<a class="where" href="http://127.0.0.1:8000/capture?u={quoted}">capture</a>' in page
     assert "not fetched: live" not in page and ".warc.gz @" not in page
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1:8765", "javascript:alert(1)", 'http://x/"><b>'])
+@pytest.mark.parametrize("address", ["127.0.0.1:8000", "javascript:alert(1)", 'http://x/"><b>'])
 def test_a_bad_serve_address_is_a_param_error(work, tmp_path, address):
     with pytest.raises(ParamError, match="serve-url must be an http"):
         write_report(work, tmp_path / "r.html", serve_url=address)
@@ -158,7 +158,7 @@ def test_the_command_writes_serve_links_and_refuses_a_bad_address_in_one_line(wo
     bad = lshsql_command("report", "--work", str(work), "--serve-url", "localhost:9")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "lshsql: error: serve-url must be an http(s) address such as http://127.0.0.1:8765, got 'localhost:9'"
+        "lshsql: error: serve-url must be an http(s) address such as http://127.0.0.1:8000, got 'localhost:9'"
     ]
 
 

@@ -229,7 +229,7 @@ def report(
     serve_url: Annotated[
         str | None,
         typer.Option(
-            help="Address of `lshsql serve` over this folder (http://127.0.0.1:8765): members link to its "
+            help="Address of `lshsql serve` over this folder (http://127.0.0.1:8000): members link to its "
             "pages [default: each member shows the crawl file and offset of its stored page]."
         ),
     ] = None,

@@ -45,7 +45,7 @@ def serve_address(serve_url: str | None) -> str | None:
         return None
     if not serve_url.startswith(("http://", "https://")) or any(c in serve_url for c in "?#\"'<> "):
         raise ParamError(
-            f"serve-url must be an http(s) address such as http://127.0.0.1:8765, got {serve_url!r}"
+            f"serve-url must be an http(s) address such as http://127.0.0.1:8000, got {serve_url!r}"
         )
     return serve_url.rstrip("/")
 
