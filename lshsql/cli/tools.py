@@ -227,18 +227,26 @@ def report(
     out: Annotated[
         Path | None, typer.Option(help="Where to write the HTML [default: DIR/report.html].")
     ] = None,
+    serve_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Address of `lshsql serve` over this folder (http://127.0.0.1:8000): members link to its "
+            "pages [default: each member shows the crawl file and offset of its stored page]."
+        ),
+    ] = None,
     threads: Threads = None,
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
 ) -> None:
     """Write one self-contained HTML report of the run: S-curve, similarities, cluster sizes, Table 1,
-    the largest clusters, and eval figures when present.
+    the largest clusters with titles and a filter, and what `lshsql eval` found when it was run.
 
     Example: lshsql report --work work
     """
     from lshsql.tools.report import write_report
 
-    typer.echo(str(write_report(work, out, resources(work, threads, memory_limit, max_spill))))
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    typer.echo(str(write_report(work, out, resources_, serve_url)))
 
 
 def mirrors(

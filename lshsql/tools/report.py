@@ -1,7 +1,8 @@
 """A one-file HTML report of a finished run: S-curve, similarities, cluster sizes, Table 1, largest clusters.
 
-The report is self-contained (inline CSS, plots as inline SVG drawn by matplotlib, no scripts, fonts or
-images loaded from anywhere) and deterministic: the same work folder gives the same bytes.
+The report is self-contained (inline CSS, plots as inline SVG drawn by matplotlib, one inline script for
+the clusters' filter; no scripts, fonts or images loaded from anywhere) and deterministic: the same work
+folder gives the same bytes.
 
 Example:
     >>> write_report("work/example")  # doctest: +SKIP
@@ -10,29 +11,20 @@ Example:
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lshsql import __version__, manifest, workdir
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError, one_line
+from lshsql.errors import InputError
 from lshsql.pipeline import output_path
+from lshsql.pipeline.runner import shingled
 from lshsql.tools import explore
 from lshsql.tools import report_plots as plots
-
-if TYPE_CHECKING:
-    pass
+from lshsql.tools.report_clusters import CLUSTERS, MEMBERS, clusters_html, serve_address
+from lshsql.tools.report_eval import eval_html, read_eval
 
 REPORT = "report.html"
-EVAL = Path("eval") / "eval.json"
-TOP_CLUSTERS = 10
-MEMBERS = 5
-TERMS = 8
-MAX_EVAL_PLOTS = 6
 SHOWN_PARAMS = (
     "threshold",
     "k",
@@ -70,22 +62,35 @@ td.url { overflow-wrap: anywhere; }
 td.details { font-size: 0.9em; color: #444; overflow-wrap: anywhere; }
 table.clusters { width: 100%; table-layout: fixed; }
 table.clusters th:nth-child(1) { width: 2.2em; } table.clusters th:nth-child(2) { width: 3.2em; }
-table.clusters th:nth-child(3), table.clusters th:nth-child(4) { width: 4.6em; }
-table.clusters th:nth-child(5) { width: 26%; } table.clusters th:nth-child(6) { width: 20%; }
+table.clusters th:nth-child(3), table.clusters th:nth-child(4) { width: 5.2em; }
+table.clusters th:nth-child(5) { width: 24%; } table.clusters th:nth-child(6) { width: 15%; }
+table.clusters th { white-space: normal; }
 ul.members { font-size: 0.95em; }
 td.url a { color: #1d4f8a; text-decoration: none; }
 ul.members { margin: 0; padding-left: 1.1em; }
 code { background: #f4f4f4; padding: 0 0.25em; }
 .note { color: #777; font-style: italic; }
+span.title { font-weight: 600; }
+span.link { color: #555; }
+.where { color: #888; font-size: 0.85em; white-space: nowrap; }
+ul.members li { margin-bottom: 0.25em; }
+table.eval td:nth-child(3) { color: #555; }
 """
 
 
-def write_report(work: str | Path, out: Path | None = None, resources: db.Resources | None = None) -> Path:
+def write_report(
+    work: str | Path,
+    out: Path | None = None,
+    resources: db.Resources | None = None,
+    serve_url: str | None = None,
+) -> Path:
     """Write the HTML report of a finished run in `work` to `out` (default `work/report.html`), its queries
-    run by DuckDB within `resources` (default: as for `run`).
+    run by DuckDB within `resources` (default: as for `run`). With `serve_url` (the address of `lshsql
+    serve` over the same folder) members link to its pages; without, each shows where its page is stored.
 
-    Raises InputError when the work folder has no pairs or clusters yet.
+    Raises InputError when the work folder has no pairs or clusters yet, ParamError for a bad serve_url.
     """
+    serve = serve_address(serve_url)
     work = Path(work)
     if not work.is_dir():
         raise InputError(f"{work}: no such work folder")
@@ -97,7 +102,7 @@ def write_report(work: str | Path, out: Path | None = None, resources: db.Resour
     if params.get("k") is None or params.get("l") is None or params.get("threshold") is None:
         raise InputError(f"{work}: manifest.json has no run parameters; run `lshsql run --work {work}` first")
     out = Path(out) if out is not None else work / REPORT
-    page = _render(work, data, params, db.for_work(work, resources))
+    page = _render(work, data, params, db.for_work(work, resources), serve)
     out.parent.mkdir(parents=True, exist_ok=True)
     workdir.write_text(out, page)
     return out
@@ -138,73 +143,6 @@ def _stats(work: Path, num_perm: int, resources: db.Resources) -> dict:
     }
 
 
-def _read_eval(work: Path) -> dict | str | None:
-    """The eval figures, an error message when the file is unreadable, or None when there is none."""
-    path = work / EVAL
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return f"{EVAL} could not be read: {one_line(e)}"
-    return data if isinstance(data, dict) else {"value": data}
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
-Series = tuple[str, list, list | None]  # name, values, bin edges (len(values) + 1) when the JSON gives them
-
-
-def _numeric_list(x: object) -> bool:
-    return isinstance(x, list) and len(x) >= 2 and all(_is_number(v) for v in x)
-
-
-def _flatten(data: object, prefix: str = "") -> tuple[list[tuple[str, float]], list[Series]]:
-    """Scalar numbers (dotted key, value) and numeric lists (dotted key, values, edges) of a JSON document.
-
-    In an object, a numeric list named like "edges" or "bins" with one element more than a sibling list is
-    taken as that list's histogram bin edges."""
-    scalars: list[tuple[str, float]] = []
-    series: list[Series] = []
-    if isinstance(data, dict):
-        edges = {
-            key: value
-            for key, value in data.items()
-            if _numeric_list(value) and re.search(r"edge|bin|bound", str(key), re.I)
-        }
-        used: set[str] = set()
-        for key in sorted(data, key=str):
-            name = f"{prefix}.{key}" if prefix else str(key)
-            value = data[key]
-            if key in edges:  # drawn with the list it bins, or on its own below
-                continue
-            if _numeric_list(value):
-                bins = next((k for k, e in sorted(edges.items()) if len(e) == len(value) + 1), None)
-                if bins is not None:
-                    used.add(bins)
-                series.append((name, value, edges[bins] if bins is not None else None))
-                continue
-            s, l = _flatten(value, name)  # noqa: E741
-            scalars += s
-            series += l
-        for key in sorted(set(edges) - used):
-            series.append((f"{prefix}.{key}" if prefix else str(key), edges[key], None))
-        series.sort(key=lambda item: item[0])
-    elif isinstance(data, list):
-        if _numeric_list(data):
-            series.append((prefix, data, None))
-        elif all(isinstance(x, dict) for x in data):
-            for i, item in enumerate(data):
-                s, l = _flatten(item, f"{prefix}[{i}]")  # noqa: E741
-                scalars += s
-                series += l
-    elif _is_number(data):
-        scalars.append((prefix, data))
-    return scalars, series
-
-
 # ---------------------------------------------------------------- plots
 
 
@@ -226,14 +164,6 @@ def _param(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return escape(str(value))
-
-
-def url_html(url: str) -> str:
-    """A URL as HTML: escaped text, and a link (rel=nofollow noreferrer) only for http(s) URLs."""
-    text = escape(url)
-    if url.startswith(("http://", "https://")):
-        return f'<a href="{escape(url, quote=True)}" rel="nofollow noreferrer">{text}</a>'
-    return text
 
 
 def _table(
@@ -279,61 +209,19 @@ def _header(work: Path, data: dict, params: dict, stats: dict) -> str:
 </div>"""
 
 
-def _clusters_html(work: Path, resources: db.Resources) -> str:
-    table = explore.top_clusters(work, limit=TOP_CLUSTERS, members=MEMBERS, terms=TERMS, resources=resources)
-    rows = []
-    for rank, row in enumerate(table.to_pylist(), 1):
-        size, center, terms, members = row["size"], row["center"], row["top_terms"], row["members"]
-        items = "".join(f"<li>{url_html(m)}</li>" for m in members or [])
-        rows.append(
-            [
-                _num(rank),
-                _num(size),
-                _share(row["pair_share"]),
-                _share(row["min_pair_similarity"]),
-                url_html(center),
-                escape(" ".join(terms or [])),
-                f'<ul class="members">{items}</ul>',
-            ]
-        )
-    header = ["#", "size", "pair share", "min pair similarity", "center", "top terms"]
-    header.append(f"first members (up to {MEMBERS})")
-    classes = {0: "num", 1: "num", 2: "num", 3: "num", 4: "url", 5: "terms", 6: "url"}
-    return _table(header, rows, classes, "clusters")
-
-
-def _share(value: float | None) -> str:
-    """A chaining figure with 3 decimals; a dash when the clusters table has none (made before them)."""
-    return "&ndash;" if value is None else f"{value:.3f}"
-
-
-def _eval_html(evaluation: dict | str | None) -> str:
-    if evaluation is None:
+def _where_caption(work: Path, serve: str | None) -> str:
+    if serve is not None:
         return (
-            '<p class="note">No evaluation in this work folder: run <code>lshsql eval</code> '
-            f"to write <code>{EVAL.as_posix()}</code> and see recall, precision and cluster quality here.</p>"
+            f"Titles and sizes link to the pages of <code>lshsql serve</code> at {escape(serve)} (the "
+            "related URLs, the stored capture); start it over this work folder to follow them."
         )
-    if isinstance(evaluation, str):
-        return f'<p class="note">{escape(evaluation)}</p>'
-    scalars, series = _flatten(evaluation)
-    parts = [
-        '<p class="caption">Figures from <code>eval/eval.json</code>: how well the run recovers the pairs '
-        "of an exact comparison (recall, precision) and how good its clusters are.</p>"
-    ]
-    if scalars:
-        parts.append(_table(["measure", "value"], [[escape(k), _num(v)] for k, v in scalars], NUM1))
-    else:
-        parts.append('<p class="note">eval.json has no numeric fields.</p>')
-    for name, values, edges in series[:MAX_EVAL_PLOTS]:
-        what = "per bin" if edges is not None else "in list order"
-        caption = f"The values of <code>{escape(name)}</code> from eval.json, {what}."
-        parts.append(_figure_html(plots.series_svg(name, values, edges), caption))
-    if len(series) > MAX_EVAL_PLOTS:
-        parts.append(f'<p class="note">{len(series) - MAX_EVAL_PLOTS} more series not drawn.</p>')
-    return "\n".join(parts)
+    return (
+        "After each URL, the crawl file and byte offset its page was read from; "
+        f"<code>lshsql show URL --html URL --work {escape(str(work))}</code> prints that stored page."
+    )
 
 
-def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> str:
+def _render(work: Path, data: dict, params: dict, resources: db.Resources, serve: str | None) -> str:
     threshold, k, l = params["threshold"], params["k"], params["l"]  # noqa: E741
     num_perm = int(params.get("num_perm") or 80)
     stats = _stats(work, num_perm, resources)
@@ -384,16 +272,19 @@ def _render(work: Path, data: dict, params: dict, resources: db.Resources) -> st
         "Haveliwala et al. (2000); extract counts the pages used.</p>",
         _table(["stage", "rows", "seconds", "details"], stage_rows, {1: "num", 2: "num", 3: "details"}),
         _figure_html(plots.timings_svg(info), "Seconds spent in each stage of the run."),
-        f'<h2 id="clusters">5. The {TOP_CLUSTERS} largest clusters</h2>',
-        '<p class="caption">The biggest groups of related URLs, each with its center, the terms that '
-        "weigh most in its URLs' descriptions (summed TF-IDF, each stem shown as the word most often written "
-        f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order. Pair share is "
+        f'<h2 id="clusters">5. The {CLUSTERS} largest clusters</h2>',
+        f'<p class="caption">The biggest groups of related URLs (at most {CLUSTERS}, so that the file stays '
+        "small for any crawl; <code>lshsql clusters</code> lists them all), each with its center, the terms "
+        "that weigh most in its URLs' descriptions (summed TF-IDF, each shown as the word most often written "
+        f"for it; <code>cluster_labels</code>) and its first {MEMBERS} members in URL order with their "
+        f"titles. {_where_caption(work, serve)} Pair share is "
         "the share of its member pairs that are pairs: 1 when every member is similar to every other, low "
         "for a chain of URLs each similar only to the next; min pair similarity is that of its least "
-        "similar pair (<code>lshsql clusters --sort pair_share</code> lists the chains first).</p>",
-        _clusters_html(work, resources),
+        "similar pair (<code>lshsql clusters --sort pair_share</code> lists the chains first). Type in the "
+        "filter to keep the clusters whose text has every word typed.</p>",
+        clusters_html(work, resources, serve, shingled(data.get("stages") or {})),
         '<h2 id="eval">6. Evaluation</h2>',
-        _eval_html(_read_eval(work)),
+        eval_html(read_eval(work)),
     ]
     body = "\n".join(sections)
     title = f"lshsql report: {escape(work.resolve().name)}"

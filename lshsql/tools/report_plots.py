@@ -177,22 +177,27 @@ def timings_svg(rows: list[tuple]) -> str:
         return _svg(fig, "stage timings")
 
 
-def series_svg(name: str, values: list, edges: list | None) -> str:
+def errors_svg(edges: list, missed: list, wrong: list, threshold: float) -> str:
+    """The exact similarity of the pairs missed and of the pairs wrongly kept, side by side per bin; drawn
+    only when there is at least one (the caller says so in words otherwise)."""
     import matplotlib
-    from matplotlib.ticker import MaxNLocator
 
+    lefts = edges[:-1]
+    width = (edges[1] - edges[0]) / 2.2 if len(edges) > 1 else 0.05
     with matplotlib.rc_context(RC):
-        fig = _figure(8.0, 2.8)
+        fig = _figure(8.0, 3.0)
         ax = fig.add_subplot()
-        if edges is not None:
-            ax.stairs(values, edges, fill=True, color=BLUE, alpha=0.85)
-            ax.set_xlabel("bin")
-        else:
-            ax.bar(range(len(values)), values, color=BLUE, width=0.85)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("position in the list")
-        ax.set_title(name, loc="left")
-        return _svg(fig, name)
-
-
-# ---------------------------------------------------------------- HTML
+        for shift, values, colour, label in (
+            (0.0, missed, BLUE, "missed"),
+            (width, wrong, ORANGE, "kept wrongly"),
+        ):
+            if sum(values):
+                ax.bar(
+                    [x + shift for x in lefts], values, width=width, align="edge", color=colour, label=label
+                )
+        ax.axvline(threshold, color=GREY, linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("exact similarity of the pair (weighted Jaccard)")
+        ax.set_ylabel("pairs")
+        ax.legend(frameon=False, loc="upper right")
+        return _svg(fig, "pairs missed and kept wrongly")

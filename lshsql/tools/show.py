@@ -78,6 +78,20 @@ def cluster_members(
         )
 
 
+def stored_pages(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, tuple[str | None, str, int]]:
+    """The title, source_file and source_offset of each of `urls` that has a used page (the latest
+    capture), on a connection with the view pages; a URL known only as a link target is left out."""
+    if not urls:
+        return {}
+    rows = con.execute(
+        "select url, arg_max(title, record_id), arg_max(source_file, record_id), "
+        "arg_max(source_offset, record_id) from pages where skip_reason is null "
+        "and list_contains($urls, url) group by url",
+        {"urls": urls},
+    ).fetchall()
+    return {url: (title, source_file, source_offset) for url, title, source_file, source_offset in rows}
+
+
 def heading(
     table: pa.Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
 ) -> str:

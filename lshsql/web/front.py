@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
+from lshsql.tools.show import stored_pages
 from lshsql.web import layout
 from lshsql.web.layout import esc
 from lshsql.web.site import Site, connect
@@ -94,15 +95,7 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
 
 
 def _titles(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, str]:
-    if not urls:
-        return {}
-    return dict(
-        con.execute(
-            "select url, arg_max(title, record_id) from pages where skip_reason is null "
-            "and list_contains($urls, url) group by url",
-            {"urls": urls},
-        ).fetchall()
-    )
+    return {url: title for url, (title, _, _) in stored_pages(con, urls).items()}
 
 
 def _labels(con: duckdb.DuckDBPyConnection, center_ids: list[int]) -> dict[int, list[str]]:
