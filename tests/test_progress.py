@@ -150,19 +150,26 @@ def test_the_pipeline_reports_each_stage_and_the_center_rounds(tmp_path):
     assert recorder.events == [("finished", name, True) for name in STAGE_NAMES]
 
 
-def test_batches_show_as_done_of_total(tmp_path):
+def test_batches_show_as_done_of_total_and_reading_draws_without_a_thread():
+    import threading
+
     from rich.console import Console
-    from rich.progress import Progress, TextColumn
 
     from lshsql.cli import progress as shown
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=True, width=120)
-    bar = Progress(TextColumn("{task.description} {task.fields[detail]}"), console=console)
-    with bar, progress.showing(shown._Stages(bar)):
+    display = shown._Display(Console(file=out, force_terminal=True, width=120))
+    before = threading.active_count()
+    show = display.reading("MB of HTML")
+    show(10, 2_000_000, 500_000, 1_000_000)
+    assert threading.active_count() == before  # extraction forks its workers while it reads
+    assert re.search(r"reading .*50% of 1\.0 MB, \d+ s left; 10 records", ANSI.sub("", out.getvalue()))
+    with progress.showing(display):
         progress.stage_started("buckets")
         progress.step("batch", 2, 3)
-        bar.refresh()
-        assert "buckets batch 2 of 3" in ANSI.sub("", out.getvalue())
+        display.bar.refresh()
+        assert re.search(r"buckets .*batch 2 of 3", ANSI.sub("", out.getvalue()))
         progress.stage_finished("buckets", 1.5)
-    assert "buckets 1.50 s" in ANSI.sub("", out.getvalue())
+        display.bar.refresh()
+    display.close()
+    assert re.search(r"buckets .*1\.50 s", ANSI.sub("", out.getvalue()))

@@ -31,23 +31,15 @@ def shown(quiet: bool) -> Iterator[Shown]:
         yield Shown(lambda line: typer.echo(line, err=True), lines_every_2_seconds)
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from lshsql import progress
 
-    bar = Progress(
-        SpinnerColumn(finished_text=" "),
-        TextColumn("{task.description:<14}"),
-        BarColumn(bar_width=20),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[detail]}"),
-        console=Console(stderr=True),
-    )
-    with bar, progress.showing(_Stages(bar)):
+    display = _Display(Console(stderr=True))
+    with progress.showing(display):
         try:
-            yield Shown(None, lambda what: _Reading(bar, what))
+            yield Shown(None, display.reading)
         finally:
-            _finish_open_tasks(bar)
+            display.close()
 
 
 def lines_every_2_seconds(what: str) -> Callable[..., None]:
@@ -63,46 +55,73 @@ def lines_every_2_seconds(what: str) -> Callable[..., None]:
     return show
 
 
-class _Reading:
-    """A reader's progress on the live display: input bytes read of the total when known, records/s."""
+class _Display:
+    """The live display: a reader's bar first, then a line per stage. The reader's is drawn from its own
+    callbacks, with no refresh thread, since extraction forks its worker processes while it reads (a fork
+    must not copy a lock a drawing thread holds); the stages' lines redraw themselves, so a long stage's
+    clock moves."""
 
-    def __init__(self, bar, what: str):
-        self.bar, self.what, self.started = bar, what, time.monotonic()
-        self.task = bar.add_task("reading", total=None, detail="")
+    def __init__(self, console):
+        self.console, self.bar, self.task = console, None, None
 
-    def __call__(self, records: int, n_bytes: int, position: int | None = None, total: int | None = None):
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        detail = f"{records:,} records, {records / elapsed:,.0f}/s, {n_bytes / 1e6:,.1f} {self.what}"
-        if total and position:
-            left = elapsed * (total - position) / position
-            detail = f"{position / total:.0%} of {total / 1e6:,.1f} MB, {left:,.0f} s left; " + detail
-        self.bar.update(self.task, completed=position or 0, total=total or None, detail=detail)
+    def _bar(self, refreshing: bool):
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+        if self.bar is not None and self.bar.live.auto_refresh == refreshing:
+            return self.bar
+        self.close()
+        self.bar = Progress(
+            SpinnerColumn(finished_text=" "),
+            TextColumn("{task.description:<14}"),
+            BarColumn(bar_width=20),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[detail]}"),
+            console=self.console,
+            auto_refresh=refreshing,
+        )
+        self.bar.start()
+        return self.bar
 
-class _Stages:
-    """lshsql.progress's stage events on the live display: a line per stage, its batches or rounds while it
-    runs, its seconds when done."""
+    def close(self) -> None:
+        if self.bar is not None:
+            _finish_open_tasks(self.bar)
+            self.bar.stop()
+            self.bar = None
 
-    def __init__(self, bar):
-        self.bar, self.task = bar, None
+    def reading(self, what: str) -> Callable[..., None]:
+        """The progress callback of a reader (records, bytes read[, input bytes read, input bytes])."""
+        bar = self._bar(refreshing=False)
+        task, started = bar.add_task("reading", total=None, detail=""), time.monotonic()
+
+        def show(records: int, n_bytes: int, position: int | None = None, total: int | None = None) -> None:
+            elapsed = max(time.monotonic() - started, 1e-9)
+            detail = f"{records:,} records, {records / elapsed:,.0f}/s, {n_bytes / 1e6:,.1f} {what}"
+            if total and position:
+                left = elapsed * (total - position) / position
+                detail = f"{position / total:.0%} of {total / 1e6:,.1f} MB, {left:,.0f} s left; " + detail
+            bar.update(task, completed=position or 0, total=total or None, detail=detail)
+            bar.refresh()
+
+        return show
 
     def stage_started(self, name: str) -> None:
-        _finish_open_tasks(self.bar)  # the reading before the stages, if any
-        self.task = self.bar.add_task(name, total=None, detail="")
+        bar = self._bar(refreshing=True)
+        _finish_open_tasks(bar)
+        self.task = bar.add_task(name, total=None, detail="")
 
     def stage_step(self, what: str, done: int, total: int | None) -> None:
-        if self.task is not None:
+        if self.task is not None and self.bar is not None:
             detail = f"{what} {done:,} of {total:,}" if total else f"{what} {done:,}"
             self.bar.update(self.task, completed=done, total=total, detail=detail)
 
     def stage_finished(self, name: str, seconds: float, skipped: bool) -> None:
+        bar = self._bar(refreshing=True)
         if skipped:
-            self.bar.add_task(name, total=1, completed=1, detail="up to date")
-            return
-        if self.task is not None:
-            self.bar.update(self.task, total=1, completed=1, detail=f"{seconds:.2f} s")
-            self.bar.stop_task(self.task)
-            self.task = None
+            bar.add_task(name, total=1, completed=1, detail="up to date")
+        elif self.task is not None:
+            bar.update(self.task, total=1, completed=1, detail=f"{seconds:.2f} s")
+            bar.stop_task(self.task)
+        self.task = None
 
 
 def _finish_open_tasks(bar) -> None:
