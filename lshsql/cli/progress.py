@@ -15,10 +15,12 @@ import typer
 
 @dataclass
 class Shown:
-    """The callbacks a command passes to the API: `log` for lines, `reading(what)` for a reader's progress."""
+    """The callbacks a command passes to the API: `log` for lines, `reading(what)` for a reader's progress;
+    `pause()` clears the live display before the command prints lines of its own in between."""
 
     log: Callable[[str], None] | None
     reading: Callable[[str], Callable[..., None] | None]
+    pause: Callable[[], None] = lambda: None
 
 
 @contextmanager
@@ -37,7 +39,7 @@ def shown(quiet: bool) -> Iterator[Shown]:
     display = _Display(Console(stderr=True))
     with progress.showing(display):
         try:
-            yield Shown(None, display.reading)
+            yield Shown(None, display.reading, display.close)
         finally:
             display.close()
 
@@ -73,7 +75,7 @@ class _Display:
         self.bar = Progress(
             SpinnerColumn(finished_text=" "),
             TextColumn("{task.description:<14}"),
-            BarColumn(bar_width=20),
+            BarColumn(bar_width=12),
             TimeElapsedColumn(),
             TextColumn("{task.fields[detail]}"),
             console=self.console,

@@ -103,6 +103,7 @@ def _run(
             params = extract_params_for(work, **_extract_options(extract_given))
             reading = display.reading("MB of HTML")
             summary = extract_if_changed(crawl, work, params, resources_, reading, force, **options)
+            display.pause()
             if summary and not quiet:
                 typer.echo("\n".join(summary.lines()), err=True)
         only = (stage_name,) if stage_name else None
