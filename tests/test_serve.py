@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -378,3 +379,18 @@ def test_a_headless_browser_renders_the_front_page(example, tmp_path):
     assert (0xF3, 0xF5, 0xF8) in colours  # the filter bar and table heads
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "serve-front.png")
+
+
+def test_a_request_for_another_host_name_is_refused(example):
+    """A page elsewhere that rebinds its DNS name to 127.0.0.1 makes the browser send its own name as Host."""
+    port = urllib.parse.urlsplit(example).port
+    for host, status in ((f"attacker.example:{port}", 400), (f"localhost:{port}", 200)):
+        request = urllib.request.Request(example, headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer, body = response.status, response.read().decode("utf-8")
+        except urllib.error.HTTPError as e:
+            answer, body = e.code, e.read().decode("utf-8")
+        assert answer == status, host
+        if status == 400:
+            assert "its own address only (Host header)" in body

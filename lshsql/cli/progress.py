@@ -80,6 +80,8 @@ class _Display:
             TextColumn("{task.fields[detail]}"),
             console=self.console,
             auto_refresh=refreshing,
+            redirect_stdout=False,  # the worker processes forked while it shows inherit no proxy of it
+            redirect_stderr=False,
         )
         self.bar.start()
         return self.bar

@@ -4,6 +4,7 @@ the same views on a connection of one's own (register_outputs); DIR/info.json, r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -33,15 +34,22 @@ CATALOG_RELATIONS = (
 
 def write_catalog(work: Path) -> Path:
     """DIR/lshsql.duckdb: a view per output table, so `duckdb lshsql.duckdb` in the work folder answers
-    ad-hoc SQL. The views name the folder's files by relative path (a moved or copied folder keeps working;
-    DuckDB resolves them from its working directory or `file_search_path`, see open_catalog), need no UDF,
-    and are written in storage format CATALOG_STORAGE, under a temporary name then renamed into place."""
+    ad-hoc SQL. The views name the folder's files by relative path (a moved or copied folder keeps working:
+    DuckDB resolves them from its working directory), need no UDF, and are written in storage format
+    CATALOG_STORAGE, under a temporary name then renamed into place (a write-ahead log left by a writer
+    that died is removed with the old file, so it is not replayed onto the new one)."""
+    work = work.resolve()
     path = work / CATALOG
     fresh = path.with_name(CATALOG + ".new")
     fresh.unlink(missing_ok=True)
     config = {"storage_compatibility_version": CATALOG_STORAGE}
-    with db.database_file(fresh) as database, duckdb.connect(database, config=config) as con:
-        con.execute("set file_search_path = $work", {"work": str(work.resolve())}).fetchall()
+    # DuckDB checks a view's files as it creates it, from the working directory first: from the work folder,
+    # so that a file of the same name where the command runs (another work folder) is not the one checked.
+    with (
+        db.database_file(fresh) as database,
+        duckdb.connect(database, config=config) as con,
+        contextlib.chdir(work),
+    ):
         user_bags = user_bags_source(work)
         if user_bags and user_bags.exists():
             _catalog_user_bags(con, work, user_bags)
@@ -52,16 +60,17 @@ def write_catalog(work: Path) -> Path:
             if source:
                 # DDL takes no parameters: the path is written as a SQL string literal, quotes doubled.
                 con.execute(f"create view {relation} as select * from {source}").fetchall()
+    path.with_name(CATALOG + ".wal").unlink(missing_ok=True)
     os.replace(fresh, path)
     return path
 
 
-def open_catalog(work: Path | str, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection to DIR/lshsql.duckdb whose views find the folder's files wherever the process runs
-    (its `file_search_path` is the work folder)."""
-    work = Path(work)
-    con = duckdb.connect(str(work / CATALOG), read_only=read_only)
-    con.execute("set file_search_path = $work", {"work": str(work.resolve())}).fetchall()
+def open_catalog(work: Path | str) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection (in memory) with the views of DIR/lshsql.duckdb, naming the folder's files by
+    absolute path: they read this folder's tables wherever the process runs, even from inside another work
+    folder (where the catalog's relative paths would find that folder's files first)."""
+    con = duckdb.connect()
+    register_outputs(con, Path(work))
     return con
 
 

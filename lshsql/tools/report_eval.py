@@ -100,11 +100,11 @@ def _neighbours_html(e: dict) -> str:
     nn = e.get("neighbours") or {}
     if nn.get("overlap") is None:
         return ""
-    k = nn.get("k")
+    k = escape(str(nn.get("k")))
     return (
         f"<p>What's Related against the exact {k} nearest neighbours, over {_number(nn.get('evaluated'))} of "
-        f"{_number(nn.get('sample'))} sampled URLs: on average <b>{nn['overlap']:.3f}</b> of each URL's "
-        f"{k} exact nearest neighbours are among its related URLs (overlap@{k}).</p>"
+        f"{_number(nn.get('sample'))} sampled URLs: on average <b>{_number(nn['overlap'], '{:.3f}')}</b> of "
+        f"each URL's {k} exact nearest neighbours are among its related URLs (overlap@{k}).</p>"
     )
 
 

@@ -15,7 +15,7 @@ TERMS = 10
 
 def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str, str]:
     """The title and body of a cluster's page."""
-    if not center_id.isdigit() or len(center_id) > 18:
+    if not (center_id.isascii() and center_id.isdigit()) or len(center_id) > 18:
         raise NotFound(f"no cluster {center_id!r}: a cluster is named by its center's url_id")
     limit = layout.integer(query, "limit", MEMBERS_SHOWN, 1, layout.MAX_PAGE_SIZE)
     offset = layout.integer(query, "offset", 0, 0, 2**62)

@@ -55,9 +55,24 @@ def make_server(
 
     Handler.site, Handler.log_line = site, staticmethod(log or (lambda line: None))
     try:
-        return _Server((host, port), Handler)
+        server = _Server((host, port), Handler)
     except OSError as e:
         raise InputError(f"cannot listen on {host}:{port}: {e.strerror or one_line(e)}") from None
+    Handler.hosts = _hosts(host, server.server_address[1])
+    return server
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _hosts(host: str, port: int) -> frozenset[str] | None:
+    """The Host headers a request may carry: the address served, by any loopback name when it is one (a
+    page of another site that a browser is led to send here by a rebound DNS name carries its own name);
+    None, any, when serving on every interface."""
+    if host in ("", "0.0.0.0", "::"):
+        return None
+    names = LOOPBACK if host in LOOPBACK else (host,)
+    return frozenset(f"[{name}]:{port}" if ":" in name else f"{name}:{port}" for name in names)
 
 
 def address(server: ThreadingHTTPServer) -> str:
@@ -83,6 +98,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     site: Site
     log_line: Callable[[str], None]
+    hosts: frozenset[str] | None = None
     server_version = "lshsql-serve"
     sys_version = ""
 
@@ -104,6 +120,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         work_name = str(self.site.work)
         try:
+            if self.hosts is not None and self.headers.get("Host", "").lower() not in self.hosts:
+                raise BadRequest("this server answers requests for its own address only (Host header)")
             query = _query(parts.query)
             if parts.path.startswith("/cluster/"):
                 title, body = cluster.render(self.site, parts.path.removeprefix("/cluster/"), query)

@@ -46,24 +46,44 @@ def test_a_moved_copy_opens_in_plain_duckdb_from_its_folder(moved, monkeypatch):
     assert counts == expected_counts(moved) and counts["pairs"] == 5
 
 
-def test_open_catalog_finds_the_files_from_any_folder(moved, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_open_catalog_reads_the_folders_own_files_from_inside_another(moved, example_run, monkeypatch):
+    monkeypatch.chdir(example_run)  # a folder holding files of the same names, with other rows
     with open_catalog(moved) as con:
         assert con.execute("select count(*) from pairs").fetchall() == [(5,)]
         views = {
             v for (v,) in con.execute("select view_name from duckdb_views() where not internal").fetchall()
         }
     assert set(COUNTED) <= views
+
+
+def test_plain_duckdb_elsewhere_finds_no_files(moved, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     with duckdb.connect(str(moved / CATALOG), read_only=True) as con, pytest.raises(duckdb.IOException):
-        con.execute("select count(*) from pairs").fetchall()  # plain DuckDB elsewhere: relative paths
+        con.execute("select count(*) from pairs").fetchall()  # relative paths: open it from its folder
 
 
-def test_the_catalog_is_rewritten_whole(example_run, tmp_path):
+def test_a_dead_writers_log_is_not_replayed_onto_the_new_catalog(example_run, tmp_path, monkeypatch):
+    work = copy_work(example_run, tmp_path / "w")
+    script = (
+        "import duckdb, os; con = duckdb.connect('lshsql.duckdb'); "
+        "con.execute('create or replace view pairs as select 42 as u'); os._exit(0)"  # no checkpoint
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=work, check=True, timeout=120)
+    assert (work / (CATALOG + ".wal")).exists()
+    write_catalog(work)
+    assert not (work / (CATALOG + ".wal")).exists()
+    monkeypatch.chdir(work)
+    with duckdb.connect(CATALOG, read_only=True) as con:
+        assert con.execute("select count(*) from pairs").fetchall()[0][0] > 5
+
+
+def test_the_catalog_is_rewritten_whole(example_run, tmp_path, monkeypatch):
     work = copy_work(example_run, tmp_path / "w")
     (work / CATALOG).write_bytes(b"not a database")  # e.g. written by a newer DuckDB, or damaged
     write_catalog(work)
     assert not (work / (CATALOG + ".new")).exists()
-    with open_catalog(work) as con:
+    monkeypatch.chdir(work)
+    with duckdb.connect(CATALOG, read_only=True) as con:
         assert con.execute("select count(*) from clusters").fetchall()[0][0] > 0
 
 
