@@ -394,3 +394,15 @@ def test_a_request_for_another_host_name_is_refused(example):
         assert answer == status, host
         if status == 400:
             assert "its own address only (Host header)" in body
+
+
+def test_the_pagers_keep_a_chosen_page_size(example_run, example):
+    with duckdb.connect() as con:
+        center_id, center = con.execute(
+            "select center_id, center from read_parquet($p) where is_center order by size desc, center limit 1",
+            {"p": str(example_run / "clusters.parquet")},
+        ).fetchone()
+    body = ok(example, f"/cluster/{center_id}?limit=2")
+    assert html.escape(f"/cluster/{center_id}?limit=2&offset=2") in body
+    body = ok(example, f"/url?u={quote(center, safe='')}&limit=2")
+    assert "limit=2&amp;offset=2" in body

@@ -57,7 +57,14 @@ def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str
     body.append("</dl>")
     body.append(_members_table(site, center, members, offset))
     body.append(
-        layout.pager(f"/cluster/{int(center_id)}", {"limit": None}, offset, limit, len(members), size)
+        layout.pager(
+            f"/cluster/{int(center_id)}",
+            {"limit": limit if limit != MEMBERS_SHOWN else None},
+            offset,
+            limit,
+            len(members),
+            size,
+        )
     )
     return f"cluster {center}", "\n".join(body)
 

@@ -57,7 +57,16 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
     body.append(f"<h2>What's Related ({n_related:,} pairs)</h2>")
     if related:
         body.append(_related_table(url, related, shared, num_perm, offset))
-        body.append(layout.pager("/url", {"u": url}, offset, limit, len(related), n_related))
+        body.append(
+            layout.pager(
+                "/url",
+                {"u": url, "limit": limit if limit != RELATED_SHOWN else None},
+                offset,
+                limit,
+                len(related),
+                n_related,
+            )
+        )
     else:
         body.append('<p class="note">No pair reached the threshold.</p>')
     return url, "\n".join(b for b in body if b)
