@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -343,6 +344,22 @@ def test_it_binds_the_loopback_address_by_default(example_run, tmp_path):
 def test_marked_wraps_the_runs_of_words_only_in_one_side():
     assert marked("a b c d", "a x c d e") == ("a <del>b</del> c d", "a <ins>x</ins> c d <ins>e</ins>")
     assert marked("<i>", "<i> &") == ("&lt;i&gt;", "&lt;i&gt; <ins>&amp;</ins>")
+
+
+def test_marked_finds_each_changed_word_of_a_long_text_of_common_words():
+    # thousands of words from a small Zipf-like vocabulary: the case where the most common words are so
+    # frequent that the diff must not try every one of them as the start of a match
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(300)]
+    left = rng.choices(vocabulary, [1 / (i + 2.7) for i in range(300)], k=4000)
+    right = list(left)
+    changed = sorted(rng.sample(range(4000), 25))
+    for i in changed:
+        right[i] = f"new{i}"
+    out_left, out_right = marked(" ".join(left), " ".join(right))
+    assert re.findall(r"<ins>([^<]*)</ins>", out_right) == [f"new{i}" for i in changed]
+    assert re.findall(r"<del>([^<]*)</del>", out_left) == [left[i] for i in changed]
+    assert re.sub(r"</?del>", "", out_left) == " ".join(left)
 
 
 def test_html_text_is_what_a_reader_sees():

@@ -172,7 +172,7 @@ def _differences(text_u: str | None, text_v: str | None) -> list[tuple[str, str]
         return []
     a, b = _WORD.findall(text_u.lower()), _WORD.findall(text_v.lower())
     runs = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if op != "equal":
             runs.append((_brief(a[i1:i2]), _brief(b[j1:j2])))
     return runs[:SHOWN]

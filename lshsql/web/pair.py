@@ -113,7 +113,7 @@ def marked(left: str, right: str) -> tuple[str, str]:
     cut_a, cut_b = len(a) > MAX_WORDS, len(b) > MAX_WORDS
     a, b = a[:MAX_WORDS], b[:MAX_WORDS]
     out_a, out_b = [], []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if op == "equal":
             out_a.append(esc(" ".join(a[i1:i2])))
             out_b.append(esc(" ".join(b[j1:j2])))
