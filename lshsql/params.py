@@ -21,6 +21,8 @@ MAX_K = 32
 MAX_COPIES = 1_000_000
 PLAN_RECALL = 0.95  # the planner's default recall at the threshold (Params.recall)
 VERIFY_SIGMAS = 3.0
+# the widest spread of oph's agreements over the binomial's, on sets smaller than m (bench/RESULTS.md)
+OPH_SPREAD = 1.5
 
 
 def _option(default, help: str, *flags: str, first: bool = False):
@@ -105,10 +107,13 @@ class Params:
 
         Without verify: the smallest n with n/m >= threshold (float noise forgiven). With verify, the cut is
         3 standard deviations of the estimate lower, sqrt(t(1-t)/m), so that pairs just above the threshold
-        whose estimate fell below it are still verified: the exact Jaccard decides."""
+        whose estimate fell below it are still verified: the exact Jaccard decides. A densified
+        one-permutation sketch of a set with fewer elements than m bins fills most bins from the same few
+        elements: its agreements spread wider than the binomial's, and the cut is OPH_SPREAD times lower."""
         t, m = self.threshold, self.num_perm
         if self.verify:
-            return max(1, math.floor((t - VERIFY_SIGMAS * math.sqrt(t * (1 - t) / m)) * m))
+            sigmas = VERIFY_SIGMAS * (OPH_SPREAD if self.sketch == "oph" else 1.0)
+            return max(1, math.floor((t - sigmas * math.sqrt(t * (1 - t) / m)) * m))
         return max(1, math.ceil(t * m - 1e-9))
 
     def with_df_limits(self, whole_sets: bool) -> Params:

@@ -78,3 +78,15 @@ def test_the_planners_tables_find_pairs_at_the_rate_it_measured():
         tables = family.lsh_tables(Params(num_perm=m, k=k, l=l, sketch="oph"))
         found = np.any([agree[:, t].all(axis=1) for t in tables], axis=0)
         assert within(float(found.mean()), promised, 4000, p_error=np.sqrt(0.05 * 0.95 / 20_000))
+
+
+@pytest.mark.parametrize(("threshold", "union"), [(0.5, 4), (0.5, 10), (0.8, 10), (0.5, 20)])
+def test_the_verify_cut_keeps_pairs_at_the_threshold_of_small_sets(threshold, union):
+    # sets much smaller than m: a few elements fill every bin, and the agreements of pairs at J = T spread
+    # wider than the binomial's (up to 1.4x its standard deviation at 4 to 10 elements); a cut of 3 binomial
+    # sigmas lost 0.7-1.5 % of them, a minhash sketch's share is about 0.05 %
+    params = Params(threshold=threshold, num_perm=80, sketch="oph")
+    first, second = pair_signatures(threshold, union, 5000, 80, seed=int(threshold * 100) + union)
+    assert round(threshold * union) / union == threshold
+    below = ((first == second).sum(axis=1) < params.min_agree).mean()
+    assert below <= 0.003, (threshold, union, below)
