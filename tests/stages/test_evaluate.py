@@ -591,6 +591,7 @@ def test_bad_threshold(work):
 HANDBOOK_F = 0.8587  # measured pairwise F-measure of the default run (CENTER at 0.2, content words)
 
 
+@pytest.mark.slow  # a real crawl from ../shared, clustered and scored end to end
 def test_handbook_cluster_quality(tmp_path):
     """The 130 handbook pages, labelled by file name (5 pages, each in 26 languages): eval scores the
     clusters of the default run with content words. Measured: 13 clusters, purity 0.9615, inverse purity

@@ -357,6 +357,7 @@ def test_cli_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message
 # --- the real collection -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the whole real collection from ../shared
 def test_reuters_21578_all_files(tmp_path):
     folder = shared("reuters21578")
     summary = ingest([str(folder)], tmp_path, IngestParams(require_label=True), TWO)
