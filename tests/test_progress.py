@@ -173,3 +173,21 @@ def test_batches_show_as_done_of_total_and_reading_draws_without_a_thread():
         display.bar.refresh()
     display.close()
     assert re.search(r"buckets .*1\.50 s", ANSI.sub("", out.getvalue()))
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_narrow_terminal_cuts_the_detail_and_keeps_the_name_bar_and_clock(width):
+    from rich.console import Console
+
+    from lshsql.cli import progress as shown
+
+    out = io.StringIO()
+    display = shown._Display(Console(file=out, force_terminal=True, width=width))
+    show = display.reading("MB of HTML")
+    show(123_456, 58_900_000, 50_000_000, 145_300_000)
+    display.close()
+    drawn = [line for line in re.split(r"[\r\n]", ANSI.sub("", out.getvalue())) if "of 145.3 MB" in line]
+    assert drawn
+    for line in drawn:
+        assert len(line) <= width
+        assert re.match(r"^. reading {8}.{12} \d:\d\d:\d\d 34% of 145\.3 MB, .*…$", line), line

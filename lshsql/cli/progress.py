@@ -68,18 +68,24 @@ class _Display:
 
     def _bar(self, refreshing: bool):
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
         if self.bar is not None and self.bar.live.auto_refresh == refreshing:
             return self.bar
         self.close()
+        fixed = {"no_wrap": True, "overflow": "crop"}
         self.bar = Progress(
-            SpinnerColumn(finished_text=" "),
-            TextColumn("{task.description:<14}"),
-            BarColumn(bar_width=12),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[detail]}"),
+            SpinnerColumn(finished_text=" ", table_column=Column(width=1, **fixed)),
+            TextColumn("{task.description:<14}", table_column=Column(width=14, **fixed)),
+            BarColumn(bar_width=12, table_column=Column(width=12, **fixed)),
+            TimeElapsedColumn(table_column=Column(width=7, **fixed)),
+            # in a narrow terminal the detail is cut at its end, never the name, bar or clock before it
+            TextColumn(
+                "{task.fields[detail]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")
+            ),
             console=self.console,
             auto_refresh=refreshing,
+            expand=True,  # the detail column takes the width left, so that it alone is cut
             redirect_stdout=False,  # the worker processes forked while it shows inherit no proxy of it
             redirect_stderr=False,
         )
