@@ -30,9 +30,9 @@ EDGE = 2**20  # the bytes read at each end of a file for its content fingerprint
 
 def file_key(source: Source, params: dict) -> str | None:
     """The key of a file's entry: its path as given and resolved, kind, size, mtime (ns) and an xxh3 of its
-    first and last MiB, the extraction parameters and the versions of lshsql and its libraries. None for a folder of pages (its
-    files are not fingerprinted, so it is parsed every time) or a file that cannot be read (its reader
-    says why, in its own words)."""
+    first and last MiB, the extraction parameters and the versions of lshsql and its libraries. None for a
+    folder of pages (its files are not fingerprinted, so it is parsed every time) or a file that cannot be
+    read (its reader says why, in its own words)."""
     if source.kind == "htmldir":
         return None
     path = Path(source.path)
