@@ -216,7 +216,7 @@ def _extract(
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     resources = db.for_work(work, resources)
-    keys = [parsed.file_key(source, params.to_json()) for source in sources]
+    keys = [parsed.file_key(source, _parse_options(params)) for source in sources]
     kept = {} if force else parsed.whole_entries(work, keys)
     todo = [(file_no, source) for file_no, source in enumerate(sources) if file_no not in kept]
     with workdir.scratch(work, "extract") as (raw_dir, staged):
@@ -262,6 +262,12 @@ def _parse_all(
     if not sources:
         return 0
     return _write_raw(sources, params, workers, raw_dir, progress, by_file=True)
+
+
+def _parse_options(params: ExtractParams) -> dict:
+    """The options a file's raw rows depend on: all but those only sql/01..05 read (the templates), so
+    trying another --template-share parses nothing again."""
+    return {k: v for k, v in params.to_json().items() if k not in ("templates", "template_share")}
 
 
 def _keep_and_use(

@@ -166,6 +166,22 @@ def test_force_parses_every_input_again(crawls, tmp_path):
     assert tables(work) == before
 
 
+def test_only_options_the_parse_depends_on_make_it_parse_again(crawls, tmp_path):
+    """Site templates are found over all rows (sql/01..05): another --template-share parses nothing again;
+    another --window parses everything again."""
+    work, inputs = tmp_path / "w", [crawls["a"], crawls["b"]]
+    run(inputs, work)
+    share = ExtractParams(window=3, buckets=4, template_share=0.9, templates="cut")
+    resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))
+    again = extract(inputs, work, share, resources)
+    assert (again.files_parsed, again.files_reused) == (0, 2)
+    scratch = tmp_path / "scratch"
+    extract(inputs, scratch, share, resources)
+    assert tables(work) == tables(scratch)
+    wider = extract(inputs, work, ExtractParams(window=5, buckets=4), resources)
+    assert (wider.files_parsed, wider.files_reused) == (2, 0)
+
+
 def test_a_failed_run_keeps_the_last_result_and_its_entries(crawls, tmp_path):
     work = tmp_path / "w"
     run([crawls["a"]], work)
