@@ -225,7 +225,7 @@ def _extract(
         with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
             if on_spark:
                 n_read = _parse_on_spark(stage_engine.spark, todo, params, raw_dir)
-            n_read += _keep_and_use(work, raw_dir, todo, keys, kept)
+            n_read += _keep_and_use(work, raw_dir, todo, keys, kept, _parse_options(params))
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
             finalize(stage_engine, raw_dir, staged, params.buckets, params.templates, params.template_share)
@@ -276,11 +276,13 @@ def _keep_and_use(
     todo: list[tuple[int, Source]],
     keys: list[str | None],
     kept: dict[int, tuple[str, dict]],
+    options: dict,
 ) -> int:
-    """Keep the files just parsed as entries of DIR/parsed (a folder of pages excepted) and put the kept
-    entries of the others into raw_dir; returns the records of the kept entries used."""
-    for file_no, _ in todo:
-        if keys[file_no]:
+    """Keep the files just parsed as entries of DIR/parsed (a folder of pages excepted, and a file that
+    changed while it was read) and put the kept entries of the others into raw_dir; returns the records
+    of the kept entries used."""
+    for file_no, source in todo:
+        if keys[file_no] and parsed.file_key(source, options) == keys[file_no]:
             parsed.keep(work, raw_dir, file_no, keys[file_no])
     return sum(parsed.use(work, raw_dir, file_no, key, entry) for file_no, (key, entry) in kept.items())
 
