@@ -68,10 +68,17 @@ def extract(
     engine: EngineName = "duckdb",
     spark_master: SparkMaster = "local[*]",
     spark_conf: SparkConf = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Parse every input again, even those the work folder keeps parsed (DIR/parsed)."
+        ),
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Extract anchor-window fragments, links and pages from a crawl into the work folder. With
-    --engine spark, one Spark task per input file parses it, and Spark writes the same tables.
+    --engine spark, one Spark task per input file parses it, and Spark writes the same tables. Inputs
+    parsed before (same file, same options) are not read again: their kept rows are used.
 
     Example: lshsql extract examples/crawl.warc.gz --work work
     """
@@ -103,6 +110,7 @@ def extract(
             resources(work, threads, memory_limit, max_spill),
             display.reading("MB of HTML"),
             **engine_options(engine, spark_master, spark_conf),
+            force=force,
         )
     echo_lines(summary.lines())
 

@@ -8,6 +8,9 @@ those to intermediate Parquet. DuckDB then resolves duplicate captures and write
 With engine="spark" the input files are spread over Spark's executors instead, one task per file
 (`parse_file`, the same reading and parsing), each writing its intermediate Parquet to the work folder,
 and Spark runs sql/01..05: the same rows as DuckDB writes.
+
+Each file's intermediate Parquet is kept in DIR/parsed (parsed.py): a later extraction parses only the
+files that are new or changed and runs sql/01..05 over the kept rows of the others.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from lshsql import manifest, schemas, urls, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
+from lshsql.sources import parsed
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
 from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
 from lshsql.sources.jsonl import first_object
@@ -129,6 +133,8 @@ class ExtractSummary:
     links_template: int = 0  # followable links in a template block of their site
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)
+    files_parsed: int = 0  # inputs read and parsed by this extraction
+    files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
 
     def lines(self) -> list[str]:
         """The summary `lshsql extract` prints."""
@@ -138,7 +144,8 @@ class ExtractSummary:
             f"  links over --max-links: {self.links_over_cap} on {self.pages_over_cap} pages, not extracted"
         )
         return [
-            f"files read:      {len(self.files)}",
+            f"files read:      {len(self.files)}"
+            + (f" ({self.files_parsed} parsed, {self.files_reused} reused)" if self.files_reused else ""),
             f"records read:    {self.records_read} = {self.pages_used} pages used + "
             f"{sum(self.skipped.values())} skipped",
             *(f"  skipped {reason}: {n}" for reason, n in sorted(self.skipped.items())),
@@ -168,6 +175,7 @@ def extract(
     engine: str | Engine = "duckdb",
     spark_master: str = "local[*]",
     spark_conf: dict[str, str] | None = None,
+    force: bool = False,
 ) -> ExtractSummary:
     """Extract anchor-window fragments, links and pages from crawls into `work`.
 
@@ -179,6 +187,7 @@ def extract(
         engine: "duckdb" (worker processes here), "spark" (one Spark task per input file; the files and
             the work folder must be at the same paths on every executor), or an open SparkEngine.
         spark_master, spark_conf: for engine="spark", as in `pipeline.run`.
+        force: parse every input again, even those whose raw tables the folder keeps (DIR/parsed).
 
     Example:
         >>> summary = extract(["examples/crawl.warc.gz"], "work")  # doctest: +SKIP
@@ -187,7 +196,9 @@ def extract(
     _on_spark(engine)  # an unknown engine is refused before the folder is made
     with workdir.writing(work):
         manifest.set_aside_if_damaged(work)  # a new extraction: the stages after it rerun anyway
-        return _extract(crawl, Path(work), params, resources, progress, engine, spark_master, spark_conf)
+        return _extract(
+            crawl, Path(work), params, resources, progress, engine, spark_master, spark_conf, force
+        )
 
 
 def _extract(
@@ -199,17 +210,22 @@ def _extract(
     engine: str | Engine,
     spark_master: str,
     spark_conf: dict[str, str] | None,
+    force: bool,
 ) -> ExtractSummary:
     started = time.perf_counter()
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     resources = db.for_work(work, resources)
+    keys = [parsed.file_key(source, _parse_options(params)) for source in sources]
+    kept = {} if force else parsed.whole_entries(work, keys)
+    todo = [(file_no, source) for file_no, source in enumerate(sources) if file_no not in kept]
     with workdir.scratch(work, "extract") as (raw_dir, staged):
         if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
-            n_read = _parse_all(sources, params, resources.threads, raw_dir, progress)
+            n_read = _parse_all(todo, params, resources.threads, raw_dir, progress)
         with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
             if on_spark:
-                n_read = _parse_on_spark(stage_engine.spark, sources, params, raw_dir)
+                n_read = _parse_on_spark(stage_engine.spark, todo, params, raw_dir)
+            n_read += _keep_and_use(work, raw_dir, todo, keys, kept, _parse_options(params))
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
             finalize(stage_engine, raw_dir, staged, params.buckets, params.templates, params.template_share)
@@ -222,9 +238,12 @@ def _extract(
             **over_cap,
             seconds=time.perf_counter() - started,
             files=[s.path for s in sources],
+            files_parsed=len(todo),
+            files_reused=len(kept),
         )
         require_usable(summary, "HTML page", partial(documents_hint, sources))
         _record(work, staged, sources, params, summary)
+    parsed.prune(work, {key for key in keys if key})
     return summary
 
 
@@ -232,10 +251,40 @@ def _extract(
 
 
 def _parse_all(
-    sources: list[Source], params: ExtractParams, workers: int, raw_dir: Path, progress: Progress | None
+    sources: list[tuple[int, Source]],
+    params: ExtractParams,
+    workers: int,
+    raw_dir: Path,
+    progress: Progress | None,
 ) -> int:
-    """Parse every record into the raw tables; returns the number of records read."""
-    return _write_raw(list(enumerate(sources)), params, workers, raw_dir, progress)
+    """Parse every record of the (file number, source) inputs into raw_dir/file-<n>/; returns the number
+    of records read."""
+    if not sources:
+        return 0
+    return _write_raw(sources, params, workers, raw_dir, progress, by_file=True)
+
+
+def _parse_options(params: ExtractParams) -> dict:
+    """The options a file's raw rows depend on: all but those only sql/01..05 read (the templates), so
+    trying another --template-share parses nothing again."""
+    return {k: v for k, v in params.to_json().items() if k not in ("templates", "template_share")}
+
+
+def _keep_and_use(
+    work: Path,
+    raw_dir: Path,
+    todo: list[tuple[int, Source]],
+    keys: list[str | None],
+    kept: dict[int, tuple[str, dict]],
+    options: dict,
+) -> int:
+    """Keep the files just parsed as entries of DIR/parsed (a folder of pages excepted, and a file that
+    changed while it was read) and put the kept entries of the others into raw_dir; returns the records
+    of the kept entries used."""
+    for file_no, source in todo:
+        if keys[file_no] and parsed.file_key(source, options) == keys[file_no]:
+            parsed.keep(work, raw_dir, file_no, keys[file_no])
+    return sum(parsed.use(work, raw_dir, file_no, key, entry) for file_no, (key, entry) in kept.items())
 
 
 def _links_over_cap(con, raw_dir: Path, work: Path) -> dict[str, int]:
@@ -259,6 +308,7 @@ def _write_raw(
     workers: int,
     raw_dir: Path,
     progress: Progress | None = None,
+    by_file: bool = False,
 ) -> int:
     return write_raw_tables(
         _batches(sources, params),
@@ -274,6 +324,7 @@ def _write_raw(
         workers,
         progress,
         _extent(sources) if progress else None,
+        by_file,
     )
 
 
@@ -294,10 +345,12 @@ def _extent(sources: list[tuple[int, Source]]) -> tuple[Callable[[int, object], 
 
 def _batches(sources: list[tuple[int, Source]], params: ExtractParams) -> Iterator[tuple[list, list]]:
     """Group records into (pages to parse, records skipped while reading), each with its record_id
-    (batches.numbered); a batch holds at most params.batch_records pages and 64 MiB of HTML."""
-    records = numbered(sources, lambda source: iter_records(source, params.max_page_bytes))
-    items = ((item, None if item[1].skip_reason else len(item[1].body)) for item in records)
-    return grouped(items, params.batch_records, 64 * 2**20)
+    (batches.numbered); a batch holds one file's records, at most params.batch_records pages and 64 MiB
+    of HTML."""
+    for task in sources:
+        records = numbered([task], lambda source: iter_records(source, params.max_page_bytes))
+        items = ((item, None if item[1].skip_reason else len(item[1].body)) for item in records)
+        yield from grouped(items, params.batch_records, 64 * 2**20)
 
 
 def _on_spark(engine: str | Engine) -> bool:
@@ -313,15 +366,17 @@ def _on_spark(engine: str | Engine) -> bool:
     return True
 
 
-def _parse_on_spark(spark, sources: list[Source], params: ExtractParams, raw_dir: Path) -> int:
-    """Parse the files on Spark's executors, one task per file (`parse_file`); the records read."""
+def _parse_on_spark(spark, tasks: list[tuple[int, Source]], params: ExtractParams, raw_dir: Path) -> int:
+    """Parse the (file number, source) inputs on Spark's executors, one task per file (`parse_file`); the
+    records read."""
     from lshsql.engines.spark import spark_call, version
 
     if version(spark) < (4, 1):  # before parsing a crawl for nothing
         raise ParamError(
             f"extraction on Spark needs Spark 4.1 or later (sql/04's WITH RECURSIVE); this is {spark.version}"
         )
-    tasks = list(enumerate(sources))
+    if not tasks:
+        return 0
     job = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
     # an executor's working directory is not ours: relative input paths are read from ours (and recorded
     # as given, as the worker processes record them)
@@ -394,12 +449,13 @@ def extract_if_changed(
     **engine_options,
 ) -> ExtractSummary | None:
     """Run `extract` unless the work folder already holds it for the same inputs and parameters (whichever
-    engine wrote it: both write the same rows). `engine_options`: engine, spark_master, spark_conf."""
+    engine wrote it: both write the same rows); `force` extracts and parses every input again.
+    `engine_options`: engine, spark_master, spark_conf."""
     with workdir.writing(work):
         current = fingerprint(resolve_sources(crawl, params.base_url), params)
         if workdir.extraction_up_to_date(Path(work), current, workdir.EXTRACT_TABLES, force):
             return None
-        return extract(crawl, work, params, resources, progress, **engine_options)
+        return extract(crawl, work, params, resources, progress, **engine_options, force=force)
 
 
 def _record(

@@ -32,53 +32,82 @@ def write_raw_tables(
     workers: int,
     progress: Progress | None,
     extent: tuple[Callable[[int, object], int], int] | None = None,
+    by_file: bool = False,
 ) -> int:
     """The loop extract and ingest share: batches of (records to parse, records skipped) are parsed by a
     pool of worker processes (at most 2 batches per worker in flight, so memory stays bounded; an input of
-    one batch in this process) and their rows streamed, in input order, to raw_dir/<table>.parquet; returns
-    the number of records read. `parse` must be picklable (a module-level function or a partial of one).
-    `extent`, for progress: (the input bytes read up to an item (record_id, record), the input's bytes)."""
+    one batch in this process) and their rows streamed, in input order, to raw_dir/<table>.parquet, or with
+    `by_file` to raw_dir/file-<n>/<table>.parquet by their record's file number (a batch must then hold one
+    file's records); returns the number of records read. `parse` must be picklable (a module-level function
+    or a partial of one). `extent`, for progress: (the input bytes read up to an item (record_id, record),
+    the input's bytes)."""
     batches = iter(batches)
     head = list(itertools.islice(batches, 2))
     if len(head) < 2:  # one batch is parsed here: a pool would only add its start and the batch's round trip
         workers = 1
-    writers = {t: pq.ParquetWriter(raw_dir / f"{t}.parquet", schema) for t, schema in tables.items()}
+    out = _Writers(tables, raw_dir, by_file)
     pool = (
         ProcessPoolExecutor(workers, initializer=start_worker, initargs=(os.getpid(),))
         if workers > 1
         else None
     )
-    pending: deque[Future | tuple] = deque()
+    # (record_id of the batch's first record, its rows or their future), in input order
+    pending: deque[tuple[int, Future | tuple]] = deque()
     n_read = n_size = 0
-
-    def write(batches: tuple[pa.RecordBatch, ...]) -> None:
-        for table, batch in zip(tables, batches, strict=True):
-            if batch.num_rows:
-                writers[table].write_batch(batch)
-
     try:
         for batch, skipped in itertools.chain(head, batches):
             n_read += len(batch) + len(skipped)
             n_size += sum(size_of(record) for _, record in batch)
             if skipped:
-                write(skipped_rows(skipped))
+                pending.append((skipped[0][0], skipped_rows(skipped)))
             if batch:
-                pending.append(pool.submit(parse, batch) if pool else parse(batch))
-            while len(pending) > 2 * workers:
-                write(_result(pending.popleft()))
+                pending.append((batch[0][0], pool.submit(parse, batch) if pool else parse(batch)))
+            while sum(isinstance(item, Future) for _, item in pending) > 2 * workers:
+                out.write(*_result(pending.popleft()))
             if progress and extent:
                 last = max(batch[-1:] + skipped[-1:], key=lambda item: item[0])
                 progress(n_read, n_size, extent[0](*last), extent[1])
             elif progress:
                 progress(n_read, n_size)
         while pending:
-            write(_result(pending.popleft()))
+            out.write(*_result(pending.popleft()))
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
-        for writer in writers.values():
-            writer.close()
+        out.close()
     return n_read
+
+
+class _Writers:
+    """One Parquet writer per raw table, in raw_dir or (by_file) in the folder of the file being written;
+    a file's writers close when the next file's rows come, so open files stay few."""
+
+    def __init__(self, tables: dict[str, pa.Schema], raw_dir: Path, by_file: bool) -> None:
+        self.tables, self.raw_dir, self.by_file = tables, raw_dir, by_file
+        self.folder: Path | None = None
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        if not by_file:
+            self._open(raw_dir)
+
+    def write(self, record_id: int, batches: tuple[pa.RecordBatch, ...]) -> None:
+        if self.by_file:
+            folder = self.raw_dir / f"file-{record_id >> 32:06d}"
+            if folder != self.folder:
+                self.close()
+                folder.mkdir(parents=True, exist_ok=True)
+                self._open(folder)
+        for table, batch in zip(self.tables, batches, strict=True):
+            if batch.num_rows:
+                self.writers[table].write_batch(batch)
+
+    def _open(self, folder: Path) -> None:
+        self.folder = folder
+        self.writers = {t: pq.ParquetWriter(folder / f"{t}.parquet", s) for t, s in self.tables.items()}
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers = {}
 
 
 def start_worker(parent: int) -> None:
@@ -102,5 +131,6 @@ def die_with_parent(parent: int) -> None:
 PR_SET_PDEATHSIG = 1
 
 
-def _result(item: Future | tuple) -> tuple:
-    return item.result() if isinstance(item, Future) else item
+def _result(entry: tuple[int, Future | tuple]) -> tuple[int, tuple]:
+    record_id, item = entry
+    return record_id, item.result() if isinstance(item, Future) else item

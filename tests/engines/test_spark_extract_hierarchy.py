@@ -109,6 +109,18 @@ def test_extract_on_spark_gives_duckdbs_tables(crawl, spark, tmp_path):
     assert files == {0, 1, 2}
 
 
+def test_spark_parses_only_the_added_input_and_keeps_duckdbs_rows(crawl, spark, tmp_path):
+    """An input added to a work folder that Spark extracted is the only one its tasks parse, and a kept
+    input moved to another position has its record ids moved: the tables of DuckDB from scratch."""
+    work = tmp_path / "spark"
+    extract(crawl[:2], work, EXTRACT_PARAMS, RESOURCES, engine=SparkEngine(spark))
+    added = extract(crawl[::-1], work, EXTRACT_PARAMS, RESOURCES, engine=SparkEngine(spark))
+    assert (added.files_parsed, added.files_reused) == (1, 2)
+    extract(crawl[::-1], tmp_path / "duckdb", EXTRACT_PARAMS, RESOURCES)
+    for table in TABLES:
+        same_rows(tmp_path / "duckdb", work, table)
+
+
 def test_a_damaged_file_is_counted_on_spark_as_on_duckdb(crawl, spark, tmp_path):
     # a gzip member that looks like a WARC, then a member that is no deflate data: one record, then a
     # read_error, counted the same by the Spark task as by the worker processes
@@ -128,7 +140,7 @@ def test_a_file_a_task_cannot_read_is_a_one_line_error(spark, tmp_path):
     not a Spark stack trace, naming the file."""
     gone = Source(str(tmp_path / "gone.warc.gz"), "warc")
     with pytest.raises(InputError, match=r"^\S+gone.warc.gz: not a readable WARC/ARC file: .*No such file"):
-        _parse_on_spark(spark, [gone], EXTRACT_PARAMS, tmp_path / "raw")
+        _parse_on_spark(spark, [(0, gone)], EXTRACT_PARAMS, tmp_path / "raw")
 
 
 @pytest.mark.parametrize("method", ["lsh", "exact"])
