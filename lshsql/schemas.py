@@ -157,7 +157,17 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("url", pa.string(), "a URL with a bag; every one is in exactly one cluster"),
         ("url_id", pa.int64(), "its url_id"),
         ("center", pa.string(), "the cluster's center (CENTER) or smallest URL (components)"),
-        ("center_id", pa.int64(), "url_id of the center; the cluster's identifier"),
+        (
+            "center_id",
+            pa.int64(),
+            "url_id of the center: names the cluster within this run (url_ids shift when URLs are added)",
+        ),
+        (
+            "cluster_id",
+            pa.int64(),
+            "the cluster's stable id: kept by the cluster that holds most of its members when a later run "
+            "remakes the clusters (cluster_history.parquet)",
+        ),
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
         (
