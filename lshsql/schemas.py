@@ -265,6 +265,23 @@ COLUMNS["cut"] = [
     if name not in CHAINING_COLUMNS
 ]
 
+# Written by the clusters stage (lshsql/lsh/cluster_ids.py): per run, the clusters whose members changed.
+COLUMNS["cluster_history"] = [
+    ("run", pa.int64(), "the clusters stage's run in this folder: 1, 2, ... (manifest.json: stages.clusters.run)"),
+    ("cluster_id", pa.int64(), "the cluster (clusters.cluster_id), or an id that ended in this run"),
+    ("event", pa.string(), "new, split, grew, shrank, changed, merged or gone (see below)"),
+    ("size_before", pa.int64(), "URLs of the id's cluster before the run; null for new and split"),
+    ("size_after", pa.int64(), "URLs of the id's cluster after the run; null for merged and gone"),
+    ("n_gained", pa.int64(), "members the id's cluster has now and did not have before"),
+    ("n_lost", pa.int64(), "members the id's cluster had before and has no more"),
+    (
+        "other_id",
+        pa.int64(),
+        "split: the earlier id it took most of its members from; merged: the id of the cluster that holds "
+        "most of its members now; null otherwise",
+    ),
+]
+
 # Written by extract and ingest (sql/05_surface_forms.sql): the readable words behind the stems.
 COLUMNS["surface_forms"] = [
     ("term", pa.string(), "a term of the fragments (a stem, or with ingest --shingle a shingle)"),

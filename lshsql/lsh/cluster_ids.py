@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lshsql import sqlfiles
+from lshsql import schemas, sqlfiles
 from lshsql.engines.base import Engine
 
 MATCH_SQL = "62_cluster_ids.sql"
@@ -26,14 +26,7 @@ CLUSTER_MEMBERS = (
     "left join assignments on urls.url_id = assignments.node"
 )
 HISTORY_COLUMNS = {
-    "run": "bigint",
-    "cluster_id": "bigint",
-    "event": "varchar",
-    "size_before": "bigint",
-    "size_after": "bigint",
-    "n_gained": "bigint",
-    "n_lost": "bigint",
-    "other_id": "bigint",
+    name: "varchar" if name == "event" else "bigint" for name, _, _ in schemas.COLUMNS["cluster_history"]
 }
 # a run's rows: every change but those of a URL alone before and after (one appearing, leaving, or
 # joining a cluster, whose growth is that cluster's row)
@@ -68,13 +61,19 @@ def number(engine: Engine, previous: Path, history: Path | None = None) -> None:
 def record_history(engine: Engine, work: Path, run: int) -> int:
     """Rewrite DIR/cluster_history.parquet as its rows of runs before `run` and this run's changes (from
     the table cluster_ids), under a temporary name then renamed: never half-written, and a run that died
-    before the manifest recorded it is replaced when it runs again. Returns this run's rows."""
+    before the manifest recorded it is replaced when it runs again. A run that changed nothing leaves an
+    existing file as it is. Returns this run's rows."""
     out = work / HISTORY
+    rows = int(engine.scalar(f"select count(*) from cluster_ids where {RECORDED}"))
+    stale = engine.scalar("select count(*) from previous_history where run >= $run", {"run": run})
+    if out.exists() and not rows and not stale:
+        return 0
     fresh = work / "tmp" / HISTORY
     fresh.parent.mkdir(parents=True, exist_ok=True)
     engine.materialize_query(HISTORY_SELECT, {"run": run}, fresh, table="cluster_history")
+    schemas.validate(fresh, "cluster_history")
     os.replace(fresh, out)
-    return int(engine.scalar(f"select count(*) from cluster_ids where {RECORDED}"))
+    return rows
 
 
 def next_run(stages: dict, history: Path) -> int:
