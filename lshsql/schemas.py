@@ -267,7 +267,11 @@ COLUMNS["cut"] = [
 
 # Written by the clusters stage (lshsql/lsh/cluster_ids.py): per run, the clusters whose members changed.
 COLUMNS["cluster_history"] = [
-    ("run", pa.int64(), "the clusters stage's run in this folder: 1, 2, ... (manifest.json: stages.clusters.run)"),
+    (
+        "run",
+        pa.int64(),
+        "the clusters stage's run in this folder: 1, 2, ... (manifest.json: stages.clusters.run)",
+    ),
     ("cluster_id", pa.int64(), "the cluster (clusters.cluster_id), or an id that ended in this run"),
     ("event", pa.string(), "new, split, grew, shrank, changed, merged or gone (see below)"),
     ("size_before", pa.int64(), "URLs of the id's cluster before the run; null for new and split"),

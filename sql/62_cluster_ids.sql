@@ -52,10 +52,12 @@ ranked_overlaps as (
         shared_members.cluster_id,
         shared_members.n_shared,
         row_number() over (
-            partition by shared_members.cluster_id order by shared_members.n_shared desc, shared_members.center_id
+            partition by shared_members.cluster_id
+            order by shared_members.n_shared desc, shared_members.center_id
         ) as heir_rank,
         row_number() over (
-            partition by shared_members.center_id order by shared_members.n_shared desc, shared_members.cluster_id
+            partition by shared_members.center_id
+            order by shared_members.n_shared desc, shared_members.cluster_id
         ) as source_rank
     from shared_members
 ),
@@ -82,13 +84,18 @@ kept as (
     where heirs_ranked.keep_rank = 1
 ),
 
-fresh as (
-    select
-        new_sizes.center_id,
-        cast($last_id as bigint) + row_number() over (order by new_sizes.center_id) as cluster_id
+unmatched as (
+    select new_sizes.center_id
     from new_sizes
     left join kept on new_sizes.center_id = kept.center_id
     where kept.center_id is null
+),
+
+fresh as (
+    select
+        unmatched.center_id,
+        cast($last_id as bigint) + row_number() over (order by unmatched.center_id) as cluster_id
+    from unmatched
 ),
 
 sources as (

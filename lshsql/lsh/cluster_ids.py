@@ -30,9 +30,7 @@ HISTORY_COLUMNS = {
 }
 # a run's rows: every change but those of a URL alone before and after (one appearing, leaving, or
 # joining a cluster, whose growth is that cluster's row)
-RECORDED = (
-    "event <> 'unchanged' and greatest(coalesce(size_before, 0), coalesce(size_after, 0)) >= 2"
-)
+RECORDED = "event <> 'unchanged' and greatest(coalesce(size_before, 0), coalesce(size_after, 0)) >= 2"
 HISTORY_SELECT = (
     "select * from previous_history where run < $run union all "
     "select cast($run as bigint) as run, cluster_id, event, size_before, size_after, n_gained, n_lost, "
