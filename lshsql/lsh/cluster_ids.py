@@ -38,10 +38,10 @@ HISTORY_SELECT = (
 )
 
 
-def number(engine: Engine, previous: Path, history: Path | None = None) -> None:
+def number(engine: Engine, previous: Path, history: Path | None = None, run: int = 2**62) -> None:
     """Make the table cluster_ids from the view `members(url, center_id)` and the earlier clusters in the
     file `previous` (none when it is missing or unreadable); fresh ids start above every id in it and in
-    the history file."""
+    the history file's runs before `run` (a dead run's are given again, as it is)."""
     id_column = _id_column(previous)
     if id_column:
         engine.register({"previous_clusters_file": str(previous)})
@@ -51,20 +51,21 @@ def number(engine: Engine, previous: Path, history: Path | None = None) -> None:
     _register_history(engine, history)
     last_id = engine.scalar(
         "select greatest((select coalesce(max(cluster_id), 0) from previous_clusters), "
-        "(select coalesce(max(cluster_id), 0) from previous_history))"
+        "(select coalesce(max(cluster_id), 0) from previous_history where run < $run))",
+        {"run": run},
     )
     engine.to_table(sqlfiles.load(MATCH_SQL), {"last_id": int(last_id)}, "cluster_ids")
 
 
 def record_history(engine: Engine, work: Path, run: int) -> int:
     """Rewrite DIR/cluster_history.parquet as its rows of runs before `run` and this run's changes (from
-    the table cluster_ids), under a temporary name then renamed: never half-written, and a run that died
-    before the manifest recorded it is replaced when it runs again. A run that changed nothing leaves an
-    existing file as it is. Returns this run's rows."""
+    the table cluster_ids), under a temporary name then renamed: never half-written. A run that died before
+    the manifest recorded it has its rows replaced when it runs again; a run that changed nothing leaves
+    the file as it is (and the rows of one that died after renaming its clusters into place). Returns
+    this run's rows."""
     out = work / HISTORY
     rows = int(engine.scalar(f"select count(*) from cluster_ids where {RECORDED}"))
-    stale = engine.scalar("select count(*) from previous_history where run >= $run", {"run": run})
-    if out.exists() and not rows and not stale:
+    if out.exists() and not rows:
         return 0
     fresh = work / "tmp" / HISTORY
     fresh.parent.mkdir(parents=True, exist_ok=True)

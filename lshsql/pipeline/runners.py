@@ -365,7 +365,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     history = work / cluster_ids.HISTORY
     run = cluster_ids.next_run(manifest.read(work)["stages"], history)
     engine.view("members", cluster_ids.CLUSTER_MEMBERS)
-    cluster_ids.number(engine, out, history)
+    cluster_ids.number(engine, out, history, run)
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)

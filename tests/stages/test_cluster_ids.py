@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lshsql import manifest
 from lshsql.engines.base import DuckDBEngine
 from lshsql.lsh import cluster_ids
 from lshsql.params import Params
@@ -181,3 +182,19 @@ def test_ids_are_unique_deterministic_and_kept_by_unchanged_clusters(tmp_path_fa
         same = [c for c in set(old.values()) if members(old, c) == members(new, center)]
         assert row[0] == (100 + same[0] if same else row[0])
         assert (row[1] == "unchanged") == bool(same)
+
+
+def test_a_run_that_died_before_its_clusters_were_renamed_is_recorded_once(tmp_path):
+    """Run 2 wrote its history, then died before clusters.parquet was replaced and the manifest recorded
+    it: run again, it is run 2 again, and its rows replace the dead run's."""
+    params = Params(clustering="components")
+    run_stage(tmp_path, "clusters", params, TABLES, PAIR_SCHEMA)
+    manifest.record_stage(tmp_path, "clusters", {"run": 1})
+    first = (tmp_path / "clusters.parquet").read_bytes()
+    split = {"pairs": pair_rows_with([p for p in pair_rows_of(TABLES) if p != (2, 3)])}
+    run_stage(tmp_path, "clusters", params, split, PAIR_SCHEMA)
+    history = pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist()
+    (tmp_path / "clusters.parquet").write_bytes(first)  # as if the rename had not happened
+    run_stage(tmp_path, "clusters", params, split, PAIR_SCHEMA)
+    assert pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist() == history
+    assert [(r["run"], r["event"]) for r in history if r["run"] == 2] == [(2, "shrank"), (2, "split")]
