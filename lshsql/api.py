@@ -11,6 +11,7 @@ from lshsql.params import Params
 from lshsql.pipeline import STAGES, compiled_sql, extract_params_for, open_catalog, params_for, run
 from lshsql.sources.extract import ExtractParams, ExtractSummary, extract, extract_if_changed
 from lshsql.sources.ingest import IngestParams, IngestSummary, ingest, ingest_if_changed
+from lshsql.tools.changes import change_counts, cluster_changes
 from lshsql.tools.dedup import DedupParams, DedupSummary, dedup, dedup_files, removed
 from lshsql.tools.evaluate import evaluate, score_clusters
 from lshsql.tools.explore import cluster_labels, info, query, related, top_clusters
@@ -40,6 +41,8 @@ __all__ = [
     "related",
     "top_clusters",
     "cluster_labels",
+    "cluster_changes",
+    "change_counts",
     "query",
     "info",
     "write_report",

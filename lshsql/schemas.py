@@ -157,7 +157,17 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("url", pa.string(), "a URL with a bag; every one is in exactly one cluster"),
         ("url_id", pa.int64(), "its url_id"),
         ("center", pa.string(), "the cluster's center (CENTER) or smallest URL (components)"),
-        ("center_id", pa.int64(), "url_id of the center; the cluster's identifier"),
+        (
+            "center_id",
+            pa.int64(),
+            "url_id of the center: names the cluster within this run (url_ids shift when URLs are added)",
+        ),
+        (
+            "cluster_id",
+            pa.int64(),
+            "the cluster's stable id: kept by the cluster that holds most of its members when a later run "
+            "remakes the clusters (cluster_history.parquet)",
+        ),
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
         (
@@ -253,6 +263,27 @@ COLUMNS["cut"] = [
     (name, dtype, f"{doc} (a cut of the cluster tree at a threshold)" if name == "url" else doc)
     for name, dtype, doc in COLUMNS["clusters"]
     if name not in CHAINING_COLUMNS
+]
+
+# Written by the clusters stage (lshsql/lsh/cluster_ids.py): per run, the clusters whose members changed.
+COLUMNS["cluster_history"] = [
+    (
+        "run",
+        pa.int64(),
+        "the clusters stage's run in this folder: 1, 2, ... (manifest.json: stages.clusters.run)",
+    ),
+    ("cluster_id", pa.int64(), "the cluster (clusters.cluster_id), or an id that ended in this run"),
+    ("event", pa.string(), "new, split, grew, shrank, changed, merged or gone (see below)"),
+    ("size_before", pa.int64(), "URLs of the id's cluster before the run; null for new and split"),
+    ("size_after", pa.int64(), "URLs of the id's cluster after the run; null for merged and gone"),
+    ("n_gained", pa.int64(), "members the id's cluster has now and did not have before"),
+    ("n_lost", pa.int64(), "members the id's cluster had before and has no more"),
+    (
+        "other_id",
+        pa.int64(),
+        "split: the earlier id it took most of its members from; merged: the id of the cluster that holds "
+        "most of its members now; null otherwise",
+    ),
 ]
 
 # Written by extract and ingest (sql/05_surface_forms.sql): the readable words behind the stems.

@@ -1,12 +1,13 @@
 -- stage:  clusters
 -- reads:  assignments(node, center), urls(url_id, url), bags(url_id), pairs(u, v, similarity, u_id, v_id)
--- writes: clusters(url, url_id, center, center_id, size, is_center, min_pair_similarity, min_pair_u, min_pair_v, pair_share)
+-- reads:  cluster_ids(center_id, cluster_id)
+-- writes: clusters(url, url_id, center, center_id, cluster_id, size, is_center, min_pair_similarity, min_pair_u, min_pair_v, pair_share)
 -- order:  url_id
 -- param:  none
 --
 -- Flat clusters: every URL with a bag in exactly one cluster. assignments holds the nodes of the pairs
 -- graph with their center (CENTER) or component label (components); a URL with no pair is a cluster of
--- its own. size is the number of URLs in the cluster.
+-- its own. size is the number of URLs in the cluster. cluster_id is its stable id (sql/62_cluster_ids.sql).
 --
 -- Chaining diagnostics, repeated on each member row like size: the least similar pair of the pairs table
 -- within the cluster (ties: the smallest u_id, v_id) and pair_share, the share of its size * (size - 1) / 2
@@ -72,6 +73,7 @@ final as (
         clusters_sized.url_id,
         url_center.url as center,
         clusters_sized.center_id,
+        cluster_ids.cluster_id,
         clusters_sized.size,
         clusters_sized.url_id = clusters_sized.center_id as is_center,
         least_pairs.min_pair_similarity,
@@ -87,6 +89,7 @@ final as (
     from clusters_sized
     inner join urls as url_member on clusters_sized.url_id = url_member.url_id
     inner join urls as url_center on clusters_sized.center_id = url_center.url_id
+    inner join cluster_ids on clusters_sized.center_id = cluster_ids.center_id
     left join least_pairs on clusters_sized.center_id = least_pairs.center_id
 )
 

@@ -1,6 +1,7 @@
 -- stage:  cut
 -- reads:  cluster_tree(node_id, parent_id, is_leaf, similarity, parent_similarity, first_position, last_position), urls(url_id, url)
--- writes: cut(url, url_id, center, center_id, size, is_center)
+-- reads:  cluster_ids(center_id, cluster_id)
+-- writes: cut(url, url_id, center, center_id, cluster_id, size, is_center)
 -- order:  url_id
 -- param:  threshold DOUBLE  similarity at which the single-link tree is cut
 --
@@ -10,7 +11,8 @@
 -- every leaf has exactly one top above it; the leaves under a node are the positions
 -- first_position..last_position, so a leaf finds its top by a range join. The cluster is named by its
 -- smallest url_id (center_id). Every URL of urls is in exactly one cluster: one that is not in the tree
--- (a leaf_ids that missed it) is a cluster of its own.
+-- (a leaf_ids that missed it) is a cluster of its own. cluster_id is its stable id (sql/62_cluster_ids.sql),
+-- null where cluster_ids has none (the first pass of lshsql/lsh/tree.py's cut, which finds the members).
 
 with
 
@@ -62,11 +64,13 @@ final as (
         clusters_sized.url_id,
         url_center.url as center,
         clusters_sized.center_id,
+        cluster_ids.cluster_id,
         clusters_sized.size,
         clusters_sized.url_id = clusters_sized.center_id as is_center
     from clusters_sized
     inner join urls as url_member on clusters_sized.url_id = url_member.url_id
     inner join urls as url_center on clusters_sized.center_id = url_center.url_id
+    left join cluster_ids on clusters_sized.center_id = cluster_ids.center_id
 )
 
 select * from final order by url_id

@@ -192,6 +192,7 @@ MAX_SPILL_COMMANDS = {
     "query": ["select 1"],
     "related": ["https://a.example/"],
     "clusters": [],
+    "diff": [],
     "explain": ["https://a.example/"],
     "show": ["https://a.example/"],
     "report": [],

@@ -72,6 +72,7 @@ def details(work: Path) -> dict[str, dict[str, str]]:
 FORMAT_COMMANDS = {
     "related": ["https://a.example/"],
     "clusters": [],
+    "diff": [],
     "query": ["select 1"],
     "info": [],
     "mirrors": [],

@@ -6,7 +6,7 @@
     extract.py  extract, ingest: fill a work folder from a crawl or from documents
     dedup.py    dedup: a corpus without its near-duplicates
     run.py      run, stage, sql: the SQL stages, and the SQL a stage ran
-    read.py     related, clusters, query, info, explain, show: read a run's tables
+    read.py     related, clusters, diff, query, info, explain, show: read a run's tables
     tools.py    plan, eval, hierarchy, cut, environment, report, serve, mirrors
 
 Each command imports the API inside its body, so `lshsql --help` does not import DuckDB, Arrow or lxml.
@@ -25,6 +25,7 @@ COMMANDS = {
     "sql": run.sql,
     "related": read.related,
     "clusters": read.clusters,
+    "diff": read.diff,
     "query": read.query,
     "info": read.info,
     "plan": tools.plan,

@@ -1,4 +1,4 @@
-"""Commands that read a run's tables without changing them: `related`, `clusters`, `query`, `info`,
+"""Commands that read a run's tables without changing them: `related`, `clusters`, `diff`, `query`, `info`,
 `explain` and `show`."""
 
 from __future__ import annotations
@@ -171,3 +171,35 @@ def show(
     if chained:
         typer.echo(printable(chained))
     print_table(table.drop_columns(["center_id", "size"]), format)
+
+
+def diff(
+    work: Work = Path("work"),
+    run: Annotated[int | None, typer.Option(help="Which run of the clusters stage [the latest].")] = None,
+    event: Annotated[
+        list[str] | None,
+        typer.Option(help="Only these events (repeat): new, split, grew, shrank, changed, merged, gone."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="How many changed clusters [all].")] = None,
+    terms: Annotated[int, typer.Option(help="Top terms shown per cluster (<= 10).")] = 5,
+    format: OutputFormat = "table",
+    threads: Threads = None,
+    memory_limit: MemoryLimit = None,
+    max_spill: MaxSpill = None,
+) -> None:
+    """What the last run changed in the clusters (cluster_history.parquet): the clusters that are new, split
+    off, grew, shrank or changed, and the ids that merged into another or are gone, with their sizes before
+    and after, the other id involved, center and top terms; the counts per event go to stderr. A cluster
+    keeps its cluster_id across runs while it holds most of its members.
+
+    Example: lshsql diff --work work --event split --event merged
+    """
+    from lshsql.tools.changes import EVENTS, change_counts, cluster_changes, latest_run
+
+    resources_ = resources(work, threads, memory_limit, max_spill)
+    run = latest_run(work) if run is None else run
+    events = tuple(event) if event else EVENTS
+    print_table(cluster_changes(work, run, events, limit, terms, resources_), format)
+    counts = change_counts(work, run)
+    summary = ", ".join(f"{counts[e]} {e}" for e in EVENTS)
+    typer.echo(f"run {run}: {summary} (clusters of 2 or more URLs before or after)", err=True)

@@ -7,6 +7,7 @@ leaves under any node are one range of positions, and a cut at any threshold is 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -14,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from lshsql import schemas, sqlfiles
+from lshsql.engines.base import DuckDBEngine
+from lshsql.lsh import cluster_ids
 
 
 def single_link_tree(
@@ -77,8 +80,19 @@ def single_link_tree(
 
 
 def cut(con: duckdb.DuckDBPyConnection, threshold: float, out: Path) -> int:
-    """Write the flat clusters at `threshold` (sql/85_cut.sql on views cluster_tree, urls); rows written."""
-    return sqlfiles.materialize(con, sqlfiles.load("85_cut.sql"), {"threshold": float(threshold)}, out)
+    """Write the flat clusters at `threshold` (sql/85_cut.sql on views cluster_tree, urls); rows written.
+    Their cluster_id is matched to the cut `out` replaces (lsh/cluster_ids.py): the cut is made once
+    without ids for its members, then again with them, into a new file renamed into place."""
+    sql, params = sqlfiles.load("85_cut.sql"), {"threshold": float(threshold)}
+    engine = DuckDBEngine(con)
+    engine.empty_table("cluster_ids", {"center_id": "bigint", "cluster_id": "bigint"})
+    sqlfiles.to_table(con, sql, params, "cut_found")
+    engine.view("members", "select url, center_id from cut_found")
+    cluster_ids.number(engine, Path(out))
+    fresh = Path(out).with_name(Path(out).name + ".new")
+    rows = sqlfiles.materialize(con, sql, params, fresh)
+    os.replace(fresh, out)
+    return rows
 
 
 def _check(leaves: np.ndarray, u: np.ndarray, v: np.ndarray, sim: np.ndarray, level: np.ndarray) -> None:

@@ -9,15 +9,16 @@ to DIR/compiled/<stage>.sql.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lshsql import sqlfiles
+from lshsql import manifest, sqlfiles
 from lshsql.engines.base import Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, StageError
-from lshsql.lsh import family
+from lshsql.lsh import cluster_ids, family
 from lshsql.lsh.scurve import tables_recall
 from lshsql.params import MAX_COPIES, Params
 from lshsql.pipeline import batching, labels
@@ -352,13 +353,23 @@ BLOCKED = ("candidates", "signatures", "bags")  # the pairs stage's inputs that 
 
 
 def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
+    """CENTER or components over the pairs, then stable ids matched to the clusters this run replaces
+    (lshsql/pipeline/cluster_ids.py): the history is written before the new file is renamed into place."""
     register(engine, work, stage.reads)
     engine.table(
         "edges",
         "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs",
     )
     rounds = center(engine) if params.clustering == "center" else components(engine)
-    rows = engine.materialize(sqlfiles.load(stage.sql), {}, output_path(work, stage.name))
+    out = output_path(work, stage.name)
+    history = work / cluster_ids.HISTORY
+    run = cluster_ids.next_run(manifest.read(work)["stages"], history)
+    engine.view("members", cluster_ids.CLUSTER_MEMBERS)
+    cluster_ids.number(engine, out, history, run)
+    fresh = work / "tmp" / out.name
+    rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
+    history_rows = cluster_ids.record_history(engine, work, run)
+    os.replace(fresh, out)
     round_file = "60_center_round.sql" if params.clustering == "center" else "61_component_round.sql"
     compiled = Compiled(
         stage.sql,
@@ -366,6 +377,8 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
         notes=(
             f"assignments(node, center) is the result of {rounds} rounds of sql/{round_file} over the pairs, "
             "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",
+            f"cluster_ids(center_id, cluster_id) is sql/{cluster_ids.MATCH_SQL} over these clusters and the "
+            "clusters.parquet this run replaced (lshsql/pipeline/cluster_ids.py).",
         ),
     )
     stats = row_of_output(
@@ -379,6 +392,8 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
         "clusters": stats[0],
         "largest_cluster": stats[1] or 0,
         "singletons": stats[2],
+        "run": run,
+        "history_rows": history_rows,
         COMPILED: compiled,
     }
 

@@ -27,7 +27,7 @@ from lshsql import pipeline, sqlfiles  # noqa: E402
 from lshsql.engines import spark as engine  # noqa: E402
 from lshsql.engines import transpile, udf  # noqa: E402
 from lshsql.engines.base import DuckDBEngine  # noqa: E402
-from lshsql.lsh import family  # noqa: E402
+from lshsql.lsh import cluster_ids, family  # noqa: E402
 from lshsql.lsh.scurve import resolve  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 from lshsql.pipeline import template_context  # noqa: E402
@@ -343,6 +343,15 @@ def clusters_of(engines, spark, clustering: str) -> tuple[int, int, list[tuple],
     spark_rows = sorted(tuple(r) for r in spark.sql("select node, center from assignments").collect())
     assert spark_rows == duck
     engines.inputs["assignments"] = str(path)
+    # the ids, matched to earlier clusters that mix the new ones (URLs in threes, in URL order)
+    with duckdb.connect() as con:
+        sqlfiles.register_inputs(con, {r: engines.inputs[r] for r in ("urls", "bags", "assignments")})
+        members = con.execute(cluster_ids.CLUSTER_MEMBERS + " order by url").fetchall()
+    engines.table("members", [{"url": u, "center_id": c} for u, c in members])
+    previous = [{"url": u, "cluster_id": 100 + i // 3} for i, (u, _) in enumerate(members)]
+    engines.table("previous_clusters", previous)
+    ids = engines.run("62_cluster_ids.sql", {"last_id": 200})
+    assert "split" in {r["event"] for r in ids} and len({r["event"] for r in ids}) >= 3
     # the clusters stage: urls with bags, those in no pair alone; extra nodes of the chain have no url
     return rounds, duck_rounds, duck, engines.run("62_clusters.sql", out=f"clusters_{clustering}")
 
@@ -518,6 +527,7 @@ PARAMETER_VALUES = {
     "unit": "url", "min_df": 1, "max_df": 1.0, "weighting": "tfidf", "scale": 100.0, "max_bucket": 100,
     "min_agree": 2, "num_perm": 4, "threshold": 0.5, "n_terms": 3, "min_size": 2, "level": 2, "min_shared": 1,
     "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0, "share": 0.5, "min_pages": 3,
+    "last_id": 0,
 }  # fmt: skip
 DUCKDB_ONLY = {
     "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",
@@ -550,6 +560,9 @@ def input_schema(relation: str, file: str) -> pa.Schema:
         "labels": lambda: bigints("node", "label"),  # the component round's, not ingest's labels
         "assignments": lambda: bigints("node", "center"),
         "memberships": lambda: bigints("url_id", "cluster_id"),
+        "cluster_ids": lambda: bigints("center_id", "cluster_id"),
+        "members": lambda: pa.schema([("url", pa.string()), ("center_id", pa.int64())]),
+        "previous_clusters": lambda: pa.schema([("url", pa.string()), ("cluster_id", pa.int64())]),
         "level_pairs": lambda: pa.schema(
             [("u_id", pa.int64()), ("v_id", pa.int64()), ("similarity", pa.float64())]
         ),

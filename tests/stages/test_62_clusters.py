@@ -80,7 +80,7 @@ def test_a_star_under_center_holds_two_of_size_pairs(tmp_path):
 def test_a_cut_has_no_chaining_columns():
     """The cluster tree keeps only the merging pairs, so a cut has the clusters' other columns only."""
     cut = [name for name, _, _ in schemas.COLUMNS["cut"]]
-    assert cut == ["url", "url_id", "center", "center_id", "size", "is_center"]
+    assert cut == ["url", "url_id", "center", "center_id", "cluster_id", "size", "is_center"]
     assert [name for name, _, _ in schemas.COLUMNS["clusters"]] == cut + list(schemas.CHAINING_COLUMNS)
 
 

@@ -295,3 +295,17 @@ def test_tree_is_monotone_nested_and_deterministic(graph, random):
     assert smallest == sorted(smallest)  # trees in order of their smallest leaf
     shuffled = random.sample(edges, len(edges))
     assert build(random.sample(leaves, n), shuffled).equals(table)
+
+
+def test_successive_cuts_into_one_file_keep_their_cluster_ids(tmp_path):
+    """A cut matches its ids to the cut it replaces (lsh/cluster_ids.py): at 0.9 the fresh ids follow the
+    center URLs, {a, b} 1, c 2, d 3, e 4; at 0.7, {a, b, c} keeps 1 (it holds all of {a, b}, ties: the
+    smaller id), {d, e} keeps 3; at 0.3 all five keep 1."""
+    ids = {}
+    for threshold in (0.9, 0.7, 0.3):
+        ids[threshold] = {r["url_id"]: r["cluster_id"] for r in cut_rows(tmp_path, build(), URLS, threshold)}
+    assert ids == {
+        0.9: {10: 1, 20: 1, 30: 2, 40: 3, 50: 4},
+        0.7: {10: 1, 20: 1, 30: 1, 40: 3, 50: 3},
+        0.3: dict.fromkeys(URLS, 1),
+    }
