@@ -39,6 +39,7 @@ FOLDER = "reuse"
 DIGESTS = "digests.parquet"  # the bags of the current signatures, written by the signatures stage
 KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
 BATCH_ROWS = 1 << 20
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # spreads a term's copies over all 64 bits before the mix
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,9 @@ def bag_digests(work: Path, out: Path) -> int | None:
         ids = batch.column(0).to_numpy()
         if len(ids) == 0:
             continue
-        mixed = _mix(_mix(batch.column(1).to_numpy().view(np.uint64)) + _copies(batch.column(2).to_numpy()))
+        mixed = _mix(
+            batch.column(1).to_numpy().view(np.uint64) ^ _copies(batch.column(2).to_numpy()) * GOLDEN
+        )
         starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
         np.add.at(sums, ids[starts], np.add.reduceat(mixed, starts))
         np.add.at(counts, ids[starts], np.diff(np.r_[starts, len(ids)]))
@@ -102,17 +105,20 @@ def bag_digests(work: Path, out: Path) -> int | None:
 def _copies(weights: np.ndarray) -> np.ndarray:
     """greatest(1, round(weight)) as the stages take it, rounding half away from zero (weights are
     positive): whole part plus one when the fraction, exact in floating point, is at least a half."""
+    if weights.max() < 1.5:  # sets and weighting none: one copy each, without the passes below
+        return np.ones(len(weights), dtype=np.uint64)
     whole = np.trunc(weights)
     return np.maximum(whole + (weights - whole >= 0.5), 1).astype(np.uint64)
 
 
-def _mix(values: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (Steele, Lea & Flood 2014), wrapping in 64 bits."""
-    z = values ^ (values >> np.uint64(30))
-    z = z * np.uint64(0xBF58476D1CE4E5B9)
-    z = z ^ (z >> np.uint64(27))
-    z = z * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (Steele, Lea & Flood 2014), wrapping in 64 bits, in place in `z`."""
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:
