@@ -248,17 +248,18 @@ def _merge(
 ) -> int:
     """The kept rows (`columns` from `source`) and the fresh file's, in `order`, written as the stage
     writes them, byte for byte: DuckDB marks a column written from Parquet as required when the file's
-    statistics show no NULL, so a column the stage writes as nullable (the previous output's schema says
-    which) is passed through a CASE that may give NULL, and an empty fresh file (no statistics) is left
-    out."""
-    nullable = {field.name for field in pq.read_schema(previous) if field.nullable}
+    statistics show no NULL, so a column the stage writes as nullable (as the fresh file, which the stage's
+    own select wrote, says; the previous output when it is empty) is passed through a CASE that may give
+    NULL, and an empty fresh file (no statistics) is left out."""
+    has_fresh = pq.ParquetFile(fresh).metadata.num_rows > 0
+    nullable = {field.name for field in pq.read_schema(fresh if has_fresh else previous) if field.nullable}
     select = ", ".join(
         f"case when {expr} is not null then {expr} end as {name}" if name in nullable else f"{expr} as {name}"
         for name, expr in columns.items()
     )
     query = f"select {select} from {source}"
     params = {"previous": str(previous)}
-    if pq.ParquetFile(fresh).metadata.num_rows:
+    if has_fresh:
         query += " union all select * from read_parquet($fresh)"
         params["fresh"] = str(fresh)
     return engine.materialize_query(f"{query} order by {order}", params, out, compression)
@@ -288,10 +289,13 @@ def signatures(
         return rows, {"reuse": {"urls": total, "computed": total, "reused": 0}}
     fresh = work / "tmp" / "reuse" / "signatures_changed.parquet"
     engine.register({"lshsql_bags_all": str(output_path(work, "bags"))})
-    engine.view(
-        "bags",
-        "select * from lshsql_bags_all where url_id not in (select url_id from lshsql_unchanged)",
+    # the changed URLs, a small table to semi-join (measured faster than `not in` the unchanged ones)
+    engine.table(
+        "lshsql_changed",
+        "select url_id from read_parquet($now) anti join lshsql_unchanged using (url_id)",
+        {"now": str(digests)},
     )
+    engine.view("bags", "select * from lshsql_bags_all where url_id in (select url_id from lshsql_changed)")
     try:
         compute(fresh)
     finally:  # a temp view would shadow the next stage's view of bags
@@ -341,7 +345,7 @@ def pairs(
     )
     fresh = work / "tmp" / "reuse" / "pairs_changed.parquet"
     _, extra = compute(str(changed), fresh)
-    rows = merge_pairs(engine, kept, fresh, out, "zstd")
+    rows = merge_pairs(engine, kept, fresh, out, next(s for s in STAGES if s.name == "pairs").compression)
     fresh_rows = engine.scalar("select count(*) from read_parquet($p)", {"p": str(fresh)})
     keep(work, "pairs", stage_key, out, digests)
     return rows, extra | {"reuse": {"candidates_verified": verified, "pairs_kept": rows - fresh_rows}}
