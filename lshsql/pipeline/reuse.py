@@ -271,6 +271,15 @@ def signatures(
     """DIR/signatures.parquet: `compute(out)` (the stage's select over the view `bags`) for every URL, or,
     with a basis, for the URLs whose bag changed only, the others' rows taken from the basis. Returns the
     rows and what the manifest records of the reuse."""
+    try:
+        return _signatures(engine, work, params, compute)
+    finally:  # DIR/tmp/reuse holds the fresh rows and digests, linked into DIR/reuse when kept
+        shutil.rmtree(work / "tmp" / "reuse", ignore_errors=True)
+
+
+def _signatures(
+    engine: Engine, work: Path, params: Params, compute: Callable[[Path], int]
+) -> tuple[int, dict]:
     out = output_path(work, "signatures")
     stage_key = key("signatures", params)
     digests = work / "tmp" / "reuse" / DIGESTS
@@ -316,6 +325,19 @@ def pairs(
     candidates involving a URL whose bag changed since the basis, the pairs between unchanged URLs taken
     from it. No basis when a bucket is capped now or was then (`capped`), or the current signatures have no
     digests (made on another engine, or before this run could keep them)."""
+    try:
+        return _pairs(engine, work, params, capped, compute)
+    finally:
+        shutil.rmtree(work / "tmp" / "reuse", ignore_errors=True)
+
+
+def _pairs(
+    engine: Engine,
+    work: Path,
+    params: Params,
+    capped: bool,
+    compute: Callable[[str, Path], tuple[int, dict]],
+) -> tuple[int, dict]:
     out = output_path(work, "pairs")
     candidates = str(output_path(work, "candidates"))
     stage_key = key("pairs", params)
