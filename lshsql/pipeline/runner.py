@@ -112,6 +112,8 @@ def _run(
         raise InputError(f"{bags}: no such file (--bags takes a Parquet file of url, term, optional weight)")
     if force:
         manifest.set_aside_if_damaged(work)
+        for stage_name in reuse.KEYED_STAGES:  # --force recomputes every URL, reusing nothing
+            reuse.forget(work, stage_name)
     if bags is None and "dedup" in manifest.read(work):
         raise InputError(
             f"{work}: the work folder of `lshsql dedup`: run `lshsql dedup` again to change its options "

@@ -156,6 +156,19 @@ def test_another_version_refuses_reuse(tmp_path):
     assert "other parameters or versions" in summary.stages["signatures"]["reuse"]["refused"]
 
 
+def test_force_reuses_nothing(tmp_path):
+    rng = random.Random(8)
+    before = random_bags(rng, 60)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    after, _ = grown(rng, before, n_new=5, n_changed=2, n_removed=1)
+    summary = run(
+        work, PARAMS, bags=write_bags(tmp_path / "after.parquet", after), resources=RESOURCES, force=True
+    )
+    assert "reuse" not in summary.stages["signatures"] and "reuse" not in summary.stages["pairs"]
+    assert (work / "reuse" / "signatures.json").exists()  # the forced run is the next one's basis
+
+
 def test_tfidf_weights_are_recomputed_and_equal_a_fresh_run(tmp_path):
     """Every TF-IDF weight moves when documents are added; a bag is reused only where its rounded copies
     did not change, so the result is still the fresh run's."""
