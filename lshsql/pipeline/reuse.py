@@ -39,6 +39,7 @@ FOLDER = "reuse"
 DIGESTS = "digests.parquet"  # the bags of the current signatures, written by the signatures stage
 KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
 BATCH_ROWS = 1 << 20
+DIGEST_FORM = 2  # the digests' formula (bag_digests): another one makes every bag look changed
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # spreads a term's copies over all 64 bits before the mix
 
 
@@ -59,6 +60,7 @@ def key(name: str, params: Params) -> str:
     return manifest.fingerprint(
         {
             "version": __version__,
+            "digest": DIGEST_FORM,
             "versions": manifest.versions(),
             "params": {f: getattr(params, f) for stage in stages for f in stage.fields},
             "sql": hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest(),
@@ -66,18 +68,13 @@ def key(name: str, params: Params) -> str:
     )
 
 
-def bag_digests(work: Path, out: Path) -> int | None:
+def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     """Write (url_id, url, digest) for each URL with a bag, the digest a 64-bit sum of a mix of each
-    (term_hash, copies): equal for equal bags whatever their row order. None (nothing written) when
-    urls.parquet is missing or not numbered 1..N in its order, as the urls stage numbers it."""
-    if not output_path(work, "urls").exists():
-        return None
-    urls = pq.read_table(output_path(work, "urls"), columns=["url_id", "url"])
-    n = urls.num_rows
-    if not np.array_equal(urls.column("url_id").to_numpy(), np.arange(1, n + 1)):
-        return None
-    sums = np.zeros(n + 1, dtype=np.uint64)
-    counts = np.zeros(n + 1, dtype=np.int64)
+    (term_hash, copies): equal for equal bags whatever their row order. The sums are taken in batches of
+    bags (memory holds one batch and two numbers per URL); DuckDB joins the URLs to them."""
+    n_urls = pq.ParquetFile(output_path(work, "urls")).metadata.num_rows  # url_id 1..N (sql/15_urls.sql)
+    sums = np.zeros(n_urls + 1, dtype=np.uint64)
+    counts = np.zeros(n_urls + 1, dtype=np.int64)
     bags = pq.ParquetFile(output_path(work, "bags"))
     for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"]):
         ids = batch.column(0).to_numpy()
@@ -90,16 +87,15 @@ def bag_digests(work: Path, out: Path) -> int | None:
         np.add.at(sums, ids[starts], np.add.reduceat(mixed, starts))
         np.add.at(counts, ids[starts], np.diff(np.r_[starts, len(ids)]))
     with_bag = np.flatnonzero(counts)
-    table = pa.table(
-        {
-            "url_id": pa.array(with_bag, pa.int64()),
-            "url": urls.column("url").take(pa.array(with_bag - 1)),
-            "digest": pa.array(sums[with_bag].view(np.int64)),
-        }
+    by_id = out.with_name("digests_by_id.parquet")
+    by_id.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"url_id": with_bag, "digest": sums[with_bag].view(np.int64)}), by_id)
+    return engine.materialize_query(
+        "select digests.url_id, urls.url, digests.digest from read_parquet($digests) as digests "
+        "inner join read_parquet($urls) as urls on digests.url_id = urls.url_id order by digests.url_id",
+        {"digests": str(by_id), "urls": str(output_path(work, "urls"))},
+        out,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, out)
-    return len(with_bag)
 
 
 def _copies(weights: np.ndarray) -> np.ndarray:
@@ -283,9 +279,10 @@ def _signatures(
     out = output_path(work, "signatures")
     stage_key = key("signatures", params)
     digests = work / "tmp" / "reuse" / DIGESTS
-    if engine.name != "duckdb" or not _written_here(work, ("urls",)) or bag_digests(work, digests) is None:
+    if engine.name != "duckdb" or not _written_here(work, ("urls",)):
         forget(work, "signatures")
         return compute(out), {}
+    bag_digests(engine, work, digests)
     kept, reason = basis(work, "signatures", stage_key)
     if kept is None:
         rows = compute(out)
