@@ -89,13 +89,19 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     with_bag = np.flatnonzero(counts)
     by_id = out.with_name("digests_by_id.parquet")
     by_id.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"url_id": with_bag, "digest": sums[with_bag].view(np.int64)}), by_id)
+    pq.write_table(pa.table({"url_id": _int64s(with_bag), "digest": _int64s(sums[with_bag])}), by_id)
     return engine.materialize_query(
         "select digests.url_id, urls.url, digests.digest from read_parquet($digests) as digests "
         "inner join read_parquet($urls) as urls on digests.url_id = urls.url_id order by digests.url_id",
         {"digests": str(by_id), "urls": str(output_path(work, "urls"))},
         out,
     )
+
+
+def _int64s(values: np.ndarray) -> pa.Array:
+    """A BIGINT Arrow array on the numpy buffer: pa.array(numpy) would import pandas, a second a run."""
+    data = np.ascontiguousarray(values).view(np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
 def _copies(weights: np.ndarray) -> np.ndarray:

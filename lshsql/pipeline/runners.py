@@ -306,7 +306,14 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
     def compute(candidates: str, out: Path) -> tuple[int, dict]:
         return _pairs(engine, stage, params, work, candidates, out)
 
-    return reuse.pairs(engine, work, params, bool(capped), compute)
+    rows, extra = reuse.pairs(engine, work, params, bool(capped), compute)
+    if "pairs_kept" in extra.get("reuse", {}):
+        extra[COMPILED].notes = (
+            *extra[COMPILED].notes,
+            "This run verified only the candidates involving a URL whose bag changed since the previous run "
+            "and kept that run's pairs between unchanged URLs (lshsql/pipeline/reuse.py): the same rows.",
+        )
+    return rows, extra
 
 
 def _pairs(

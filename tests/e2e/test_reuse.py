@@ -92,6 +92,9 @@ def test_a_rerun_on_a_changed_table_equals_a_fresh_run(tmp_path, seed):
     assert 0 < pairs["pairs_kept"] < summary.stages["pairs"]["rows"]
     assert pairs["candidates_verified"] < summary.stages["candidates"]["rows"]
     assert "reuse" not in fresh.stages["signatures"]  # a first run has nothing to say
+    assert "verified only the candidates involving a URL whose bag changed" in (
+        work / "compiled" / "pairs.sql"
+    ).read_text(encoding="utf-8")
     with duckdb.connect() as con:  # the kept pairs are the fresh run's pairs between untouched URLs
         kept = con.execute(
             "select count(*) from read_parquet($p) where not list_contains($t, u) and not list_contains($t, v)",
