@@ -99,7 +99,7 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
 
 
 def _int64s(values: np.ndarray) -> pa.Array:
-    """A BIGINT Arrow array on the numpy buffer: pa.array(numpy) would import pandas, a second a run."""
+    """A BIGINT Arrow array on the numpy buffer: pa.array(numpy) would import pandas, which nothing needs."""
     data = np.ascontiguousarray(values).view(np.int64)
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
