@@ -6,7 +6,7 @@ CRAWL  ?= examples/crawl.warc.gz
 WORK   ?= work/example
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuters bench-dedup bench-chapters bench-spark bench-spark-kill clean
+.PHONY: help install demo test test-all lint docs bench bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuse bench-incremental bench-reuters bench-dedup bench-chapters bench-spark bench-spark-kill clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -67,7 +67,7 @@ $(BENCH_VENV)/bin/python: $(SHARED_BENCH)/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet -r $(SHARED_BENCH)/requirements.txt
 	@touch $@
 
-bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuters bench-dedup bench-chapters bench-incremental  ## All benchmarks -> bench/RESULTS.md (about 5.5 h on 2 cores)
+bench: bench-extract bench-peers bench-peers-1m bench-kernel bench-oph bench-scale bench-reuse bench-incremental bench-reuters bench-dedup bench-chapters  ## All benchmarks -> bench/RESULTS.md (about 6 h on 2 cores)
 
 bench-extract: install  ## Extraction pages/s and MB/s on the largest shared crawl, 5 runs
 	$(BIN)/python bench/extract_speed.py --runs 5 --out bench/RESULTS.md
@@ -88,6 +88,9 @@ bench-oph: install  ## The signatures stage and kernel with each sketch (minhash
 bench-scale: install  ## Bags -> clusters at 100k, 1M, 10M URLs (limits 4GB, 4GB, 8GB): time, RSS, spill
 	$(BIN)/python bench/scale.py --sizes 100000,1000000,10000000 --memory-limit 4GB,4GB,8GB --out bench/RESULTS.md
 
+bench-reuse: install  ## A 1M-URL bags table grown by 10 %: rerun in the same folder vs a run from scratch, 3 rounds
+	test -f bench-data/reuse/b1000000/docs.parquet || $(BIN)/python bench/gen_bags.py --docs 1000000 --out bench-data/reuse/b1000000
+	$(BIN)/python bench/reuse_speed.py bench-data/reuse/b1000000/docs.parquet --out bench-data/reuse/runs --rounds 3
 bench-incremental: install  ## A grown crawl and a 1M-URL --bags table grown by 10 %: the run in the last run's folder vs from scratch, ids kept
 	$(BIN)/python bench/incremental.py --docs 1000000 --runs 3 --out bench/RESULTS.md
 

@@ -21,7 +21,7 @@ from lshsql.errors import InputError, ParamError
 from lshsql.lsh import scurve
 from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
-from lshsql.pipeline import compiled, labels
+from lshsql.pipeline import compiled, labels, reuse
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
 from lshsql.pipeline.runners import COMPILED, RUNNERS
@@ -49,6 +49,7 @@ class RunSummary:
                 if counts := entry.get(key):
                     reasons = ", ".join(f"{reason} {n:,}" for reason, n in counts.items())
                     out.append(f"{name}: {sum(counts.values()):,} rows {verb} ({reasons})")
+        out.extend(line for name, entry in self.stages.items() if (line := reuse.summary_line(name, entry)))
         if empty := self.stages.get("bags", {}).get("urls_empty_bag"):
             out.append(
                 f"bags: {empty:,} of {self.stages['bags']['urls']:,} URLs have an empty bag (every term "
@@ -111,6 +112,8 @@ def _run(
         raise InputError(f"{bags}: no such file (--bags takes a Parquet file of url, term, optional weight)")
     if force:
         manifest.set_aside_if_damaged(work)
+        for stage_name in reuse.KEYED_STAGES:  # --force recomputes every URL, reusing nothing
+            reuse.forget(work, stage_name)
     if bags is None and "dedup" in manifest.read(work):
         raise InputError(
             f"{work}: the work folder of `lshsql dedup`: run `lshsql dedup` again to change its options "

@@ -21,7 +21,7 @@ from lshsql.errors import InputError, ParamError, StageError
 from lshsql.lsh import cluster_ids, family
 from lshsql.lsh.scurve import tables_recall
 from lshsql.params import MAX_COPIES, Params
-from lshsql.pipeline import batching, labels
+from lshsql.pipeline import batching, labels, reuse
 from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_accounting
 from lshsql.pipeline.compiled import Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
@@ -194,16 +194,18 @@ def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, ba
             family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
         )
     context = template_context(params)
-    rows = engine.materialize(
-        sqlfiles.load(file), {}, output_path(work, stage.name), context, stage.compression
-    )
+
+    def compute(out: Path) -> int:
+        return engine.materialize(sqlfiles.load(file), {}, out, context, stage.compression)
+
+    rows, extra = reuse.signatures(engine, work, params, compute)
     compiled = Compiled(file, {}, context, input_views(work, stage.reads))
     if params.sketch == "oph":
         compiled.notes = (
             "--sketch oph: lsh_oph has no SQL stand-in (its densification probes bins until one is not "
             "empty), so this file runs only where lsh_oph is registered, as lshsql does.",
         )
-    return rows, {"max_copies": int(most), COMPILED: compiled}
+    return rows, {"max_copies": int(most), **extra, COMPILED: compiled}
 
 
 def band_context(params: Params, work: Path) -> dict:
@@ -289,26 +291,55 @@ def min_hash_differences_fit_integer(path: Path) -> bool:
 
 
 def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    """Pairs from the candidates, in blocks of url_id ranges when two copies of the signatures would not fit
-    in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in
-    one block (u's range, v's at or after it): the same rows, ordered as in one piece (the Parquet file
-    then marks its columns nullable, as the buckets stage's batches do)."""
+    """Pairs from the candidates (reuse.pairs: those of the previous run between unchanged URLs kept, the
+    candidates of changed URLs verified), in blocks of url_id ranges when two copies of the signatures
+    would not fit in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id,
+    so each is in one block (u's range, v's at or after it): the same rows, ordered as in one piece (the
+    Parquet file then marks its columns nullable, as the buckets stage's batches do)."""
+    capped = not output_path(work, "buckets").exists() or scalar_of_output(
+        engine,
+        work,
+        "buckets",
+        "select count(*) > 0 from {out} where n_members > $cap",
+        {"cap": params.max_bucket},
+    )
+
+    def compute(candidates: str, out: Path) -> tuple[int, dict]:
+        return _pairs(engine, stage, params, work, candidates, out)
+
+    rows, extra = reuse.pairs(engine, work, params, bool(capped), compute)
+    if "pairs_kept" in extra.get("reuse", {}):
+        extra[COMPILED].notes = (
+            *extra[COMPILED].notes,
+            "This run verified only the candidates involving a URL whose bag changed since the previous run "
+            "and kept that run's pairs between unchanged URLs (lshsql/pipeline/reuse.py): the same rows.",
+        )
+    return rows, extra
+
+
+def _pairs(
+    engine: Engine, stage: Stage, params: Params, work: Path, candidates: str, out: Path
+) -> tuple[int, dict]:
+    """The pairs of the candidates in the Parquet file `candidates`, written to `out`."""
+    inputs = {r: input_paths(work, r) for r in stage.reads} | {"candidates": candidates}
     narrow = min_hash_differences_fit_integer(output_path(work, "signatures"))
     context = template_context(params) | {"narrow_differences": narrow}
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows_per_range = engine.rows_fitting(batching.PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
     n_ranges, first, last = 1, 0, 0
     if rows_per_range is not None:
-        register(engine, work, stage.reads)
+        engine.register(inputs)
         first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
         n_ranges = batching.pair_ranges(last - first + 1, rows_per_range)
     file = sql_file(stage, params)
+    compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:
-        rows, extra = run_sql(engine, stage, params, work, bags, context, sql_params, file)
-        return rows, {"blocks": 1, **extra}
+        engine.register(inputs)
+        rows = engine.materialize(sqlfiles.load(file), sql_params, out, context, stage.compression)
+        return rows, {"blocks": 1, COMPILED: compiled}
     cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]
     blocks = list(itertools.combinations_with_replacement(range(n_ranges), 2))
-    engine.register({f"{r}_all": input_paths(work, r) for r in BLOCKED})
+    engine.register({f"{r}_all": inputs[r] for r in BLOCKED})
 
     def register_block(number: int) -> None:
         """candidates, signatures and bags as the views of one block: its candidates, and the signatures and
@@ -332,7 +363,7 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
             [context] * len(blocks),
             work / "tmp" / "pairs_blocks",
             "select * from parts order by u_id, v_id",
-            output_path(work, stage.name),
+            out,
             stage.compression,
             stage.name,
             prepare=register_block,
@@ -340,7 +371,6 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
     finally:  # the views of all rows again: DuckDB's temp views would shadow the next stages' inputs
         for relation in BLOCKED:
             engine.view(relation, f"select * from {relation}_all")
-    compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     compiled.notes = (
         f"The run took the candidates in {len(blocks)} blocks of url_id ranges, with candidates, signatures "
         "and bags as views of one block's rows at a time, and wrote their union in this order: the same "

@@ -1,0 +1,394 @@
+"""Reuse of the previous run's signatures and pairs in the same work folder, for the URLs whose bag did not
+change: a grown crawl or bags table recomputes only what the new and changed URLs can alter.
+
+A URL's signature depends only on its bag as the signatures stage reads it, the multiset of (term_hash,
+copies = round(weight), at least 1), and a pair's candidacy, n_bands, n_agree and exact similarity only on
+the two URLs' signatures and bags. So the signatures of URLs whose bag digest is unchanged are the previous
+rows (url_id remapped by URL), and the pairs between two such URLs are the previous pairs between them,
+as long as the parameters, the SQL files and the versions are the same (a key) and no LSH bucket was
+capped by --max-bucket (which pairs a member with the first members of its bucket, so with other URLs).
+The digests are taken after the bags stage, which always runs in full: document frequencies and the
+TF-IDF weights are recomputed, and a bag that did not change after rounding to copies is reused whatever
+the weighting, so the result is the one of a run from scratch.
+
+DIR/reuse/ holds, per stage, its last output (a hard link: a stage's next write makes a new file), the
+digests of the bags it was made from, and a JSON state naming both by manifest.file_identity; a state
+that does not match its files (a killed run, a replaced table) is not used, and the stage runs in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lshsql import __version__, manifest, sqlfiles
+from lshsql.engines.base import Engine
+from lshsql.params import Params
+from lshsql.pipeline.stages import STAGES, output_path
+
+FOLDER = "reuse"
+DIGESTS = "digests.parquet"  # the bags of the current signatures, written by the signatures stage
+KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
+BATCH_ROWS = 1 << 20
+DIGEST_FORM = 2  # the digests' formula (bag_digests): another one makes every bag look changed
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # spreads a term's copies over all 64 bits before the mix
+
+
+@dataclass(frozen=True)
+class Basis:
+    """A previous output kept for reuse, with the digests of the bags it was made from."""
+
+    table: Path
+    digests: Path
+
+
+def key(name: str, params: Params) -> str:
+    """What a stage's output depends on besides the bags: the parameters and SQL files of the stages from
+    signatures to it, and the versions of lshsql and the engines' libraries."""
+    stages = [stage for stage in STAGES if stage.name in KEYED_STAGES[name]]
+    folder = sqlfiles.sql_dir()
+    files = [folder / f for stage in stages for f in stage.files] + sorted((folder / "macros").glob("*.sql"))
+    return manifest.fingerprint(
+        {
+            "version": __version__,
+            "digest": DIGEST_FORM,
+            "versions": manifest.versions(),
+            "params": {f: getattr(params, f) for stage in stages for f in stage.fields},
+            "sql": hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest(),
+        }
+    )
+
+
+def bag_digests(engine: Engine, work: Path, out: Path) -> int:
+    """Write (url_id, url, digest) for each URL with a bag, the digest a 64-bit sum of a mix of each
+    (term_hash, copies): equal for equal bags whatever their row order. The sums are taken in batches of
+    bags (memory holds one batch and two numbers per URL); DuckDB joins the URLs to them."""
+    n_urls = pq.ParquetFile(output_path(work, "urls")).metadata.num_rows  # url_id 1..N (sql/15_urls.sql)
+    sums = np.zeros(n_urls + 1, dtype=np.uint64)
+    counts = np.zeros(n_urls + 1, dtype=np.int64)
+    bags = pq.ParquetFile(output_path(work, "bags"))
+    for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"]):
+        ids = batch.column(0).to_numpy()
+        if len(ids) == 0:
+            continue
+        mixed = _mix(
+            batch.column(1).to_numpy().view(np.uint64) ^ _copies(batch.column(2).to_numpy()) * GOLDEN
+        )
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        np.add.at(sums, ids[starts], np.add.reduceat(mixed, starts))
+        np.add.at(counts, ids[starts], np.diff(np.r_[starts, len(ids)]))
+    with_bag = np.flatnonzero(counts)
+    by_id = out.with_name("digests_by_id.parquet")
+    by_id.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"url_id": _int64s(with_bag), "digest": _int64s(sums[with_bag])}), by_id)
+    return engine.materialize_query(
+        "select digests.url_id, urls.url, digests.digest from read_parquet($digests) as digests "
+        "inner join read_parquet($urls) as urls on digests.url_id = urls.url_id order by digests.url_id",
+        {"digests": str(by_id), "urls": str(output_path(work, "urls"))},
+        out,
+    )
+
+
+def _int64s(values: np.ndarray) -> pa.Array:
+    """A BIGINT Arrow array on the numpy buffer: pa.array(numpy) would import pandas, which nothing needs."""
+    data = np.ascontiguousarray(values).view(np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def _copies(weights: np.ndarray) -> np.ndarray:
+    """greatest(1, round(weight)) as the stages take it, rounding half away from zero (weights are
+    positive): whole part plus one when the fraction, exact in floating point, is at least a half."""
+    if weights.max() < 1.5:  # sets and weighting none: one copy each, without the passes below
+        return np.ones(len(weights), dtype=np.uint64)
+    whole = np.trunc(weights)
+    return np.maximum(whole + (weights - whole >= 0.5), 1).astype(np.uint64)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (Steele, Lea & Flood 2014), wrapping in 64 bits, in place in `z`."""
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:
+    """The kept output of stage `name` and its digests when made with this key and still whole, else
+    None and why not (for the summary)."""
+    folder = work / FOLDER
+    try:
+        state = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, ""  # a first run: nothing to say
+    kept = Basis(folder / f"{name}.parquet", folder / f"{name}_{DIGESTS}")
+    if state.get("key") != stage_key:
+        return None, "the previous run had other parameters or versions"
+    if (
+        manifest.file_identity(kept.table) != state.get("table")
+        or manifest.file_identity(kept.digests) != state.get("digests")
+        or state.get("capped")
+    ):
+        reason = "a bucket of the previous run was capped by --max-bucket" if state.get("capped") else None
+        return None, reason or "the previous run's files changed"
+    return kept, ""
+
+
+def keep(work: Path, name: str, stage_key: str, table: Path, digests: Path, capped: bool = False) -> None:
+    """Keep `table` (just written) and the digests of its bags as the next run's basis for stage `name`.
+    The state goes first and comes back last, so a run killed in between leaves no basis, never a wrong
+    one."""
+    folder = work / FOLDER
+    folder.mkdir(exist_ok=True)
+    state_path = folder / f"{name}.json"
+    state_path.unlink(missing_ok=True)
+    kept = Basis(folder / f"{name}.parquet", folder / f"{name}_{DIGESTS}")
+    _link(table, kept.table)
+    _link(digests, kept.digests)
+    state = {
+        "key": stage_key,
+        "table": manifest.file_identity(kept.table),
+        "digests": manifest.file_identity(kept.digests),
+        "capped": capped,
+    }
+    tmp = state_path.with_name(f"{state_path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, state_path)
+
+
+def _written_here(work: Path, names: tuple[str, ...]) -> bool:
+    """These tables are the files their stages wrote (manifest.json), not tables of the user's own put in
+    their place: reuse trusts what the stages guarantee (one row per URL, candidates from the buckets)."""
+    stages = manifest.read(work)["stages"]
+    return all(
+        stages.get(name, {}).get("file") is not None
+        and stages[name]["file"] == manifest.file_identity(output_path(work, name))
+        for name in names
+    )
+
+
+def forget(work: Path, name: str) -> None:
+    """No basis for stage `name`: its output was made without digests to reuse it by."""
+    (work / FOLDER / f"{name}.json").unlink(missing_ok=True)
+
+
+def _link(source: Path, target: Path) -> None:
+    """A hard link (no copy of the data; every stage write makes a new file), or a copy where the file
+    system has none."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def current_digests(work: Path) -> Path:
+    """The digests of the bags the current signatures were made from (the signatures stage's basis)."""
+    return work / FOLDER / f"signatures_{DIGESTS}"
+
+
+def unchanged(engine: Engine, table: str, digests: Path, previous: Path) -> tuple[int, int]:
+    """Temp table `table`(url_id, url, old_id): the URLs of `digests` whose bag has the same digest in
+    `previous`, with their url_id there; returns (those URLs, all URLs of `digests`)."""
+    engine.table(
+        table,
+        "select now.url_id, now.url, before.url_id as old_id from read_parquet($now) as now "
+        "inner join read_parquet($before) as before on now.url = before.url and now.digest = before.digest",
+        {"now": str(digests), "before": str(previous)},
+    )
+    total = engine.scalar("select count(*) from read_parquet($now)", {"now": str(digests)})
+    return engine.scalar(f"select count(*) from {table}"), total
+
+
+def merge_signatures(engine: Engine, kept: Basis, fresh: Path, out: Path) -> int:
+    """signatures.parquet: the previous rows of the unchanged URLs (table lshsql_unchanged), renumbered,
+    and the fresh rows of the others, in url_id order as the stage writes them."""
+    names = pq.read_schema(kept.table).names
+    columns = {name: f"previous.{name}" for name in names} | {"url_id": "unchanged.url_id"}
+    source = (
+        "read_parquet($previous) as previous "
+        "inner join lshsql_unchanged as unchanged on previous.url_id = unchanged.old_id"
+    )
+    return _merge(engine, kept.table, columns, source, fresh, "url_id", out, "uncompressed")
+
+
+def merge_pairs(engine: Engine, kept: Basis, fresh: Path, out: Path, compression: str) -> int:
+    """pairs.parquet: the previous pairs between two unchanged URLs (table lshsql_unchanged), with their
+    new url_ids, and the fresh pairs of the candidates involving a changed URL, in (u_id, v_id) order."""
+    names = pq.read_schema(kept.table).names
+    columns = {name: f"previous.{name}" for name in names} | {
+        "u_id": "url_u.url_id",
+        "v_id": "url_v.url_id",
+    }
+    source = (
+        "read_parquet($previous) as previous "
+        "inner join lshsql_unchanged as url_u on previous.u = url_u.url "
+        "inner join lshsql_unchanged as url_v on previous.v = url_v.url"
+    )
+    return _merge(engine, kept.table, columns, source, fresh, "u_id, v_id", out, compression)
+
+
+def _merge(
+    engine: Engine,
+    previous: Path,
+    columns: dict[str, str],
+    source: str,
+    fresh: Path,
+    order: str,
+    out: Path,
+    compression: str,
+) -> int:
+    """The kept rows (`columns` from `source`) and the fresh file's, in `order`, written as the stage
+    writes them, byte for byte: DuckDB marks a column written from Parquet as required when the file's
+    statistics show no NULL, so a column the stage writes as nullable (as the fresh file, which the stage's
+    own select wrote, says; the previous output when it is empty) is passed through a CASE that may give
+    NULL, and an empty fresh file (no statistics) is left out."""
+    has_fresh = pq.ParquetFile(fresh).metadata.num_rows > 0
+    nullable = {field.name for field in pq.read_schema(fresh if has_fresh else previous) if field.nullable}
+    select = ", ".join(
+        f"case when {expr} is not null then {expr} end as {name}" if name in nullable else f"{expr} as {name}"
+        for name, expr in columns.items()
+    )
+    query = f"select {select} from {source}"
+    params = {"previous": str(previous)}
+    if has_fresh:
+        query += " union all select * from read_parquet($fresh)"
+        params["fresh"] = str(fresh)
+    return engine.materialize_query(f"{query} order by {order}", params, out, compression)
+
+
+def signatures(
+    engine: Engine, work: Path, params: Params, compute: Callable[[Path], int]
+) -> tuple[int, dict]:
+    """DIR/signatures.parquet: `compute(out)` (the stage's select over the view `bags`) for every URL, or,
+    with a basis, for the URLs whose bag changed only, the others' rows taken from the basis. Returns the
+    rows and what the manifest records of the reuse."""
+    try:
+        return _signatures(engine, work, params, compute)
+    finally:  # DIR/tmp/reuse holds the fresh rows and digests, linked into DIR/reuse when kept
+        shutil.rmtree(work / "tmp" / "reuse", ignore_errors=True)
+
+
+def _signatures(
+    engine: Engine, work: Path, params: Params, compute: Callable[[Path], int]
+) -> tuple[int, dict]:
+    out = output_path(work, "signatures")
+    stage_key = key("signatures", params)
+    digests = work / "tmp" / "reuse" / DIGESTS
+    if engine.name != "duckdb" or not _written_here(work, ("urls",)):
+        forget(work, "signatures")
+        return compute(out), {}
+    bag_digests(engine, work, digests)
+    kept, reason = basis(work, "signatures", stage_key)
+    if kept is None:
+        rows = compute(out)
+        keep(work, "signatures", stage_key, out, digests)
+        return rows, {"reuse": {"refused": reason}} if reason else {}
+    reused, total = unchanged(engine, "lshsql_unchanged", digests, kept.digests)
+    if reused == 0:
+        rows = compute(out)
+        keep(work, "signatures", stage_key, out, digests)
+        return rows, {"reuse": {"urls": total, "computed": total, "reused": 0}}
+    fresh = work / "tmp" / "reuse" / "signatures_changed.parquet"
+    engine.register({"lshsql_bags_all": str(output_path(work, "bags"))})
+    # the changed URLs, a small table to semi-join (measured faster than `not in` the unchanged ones)
+    engine.table(
+        "lshsql_changed",
+        "select url_id from read_parquet($now) anti join lshsql_unchanged using (url_id)",
+        {"now": str(digests)},
+    )
+    engine.view("bags", "select * from lshsql_bags_all where url_id in (select url_id from lshsql_changed)")
+    try:
+        compute(fresh)
+    finally:  # a temp view would shadow the next stage's view of bags
+        engine.view("bags", "select * from lshsql_bags_all")
+    rows = merge_signatures(engine, kept, fresh, out)
+    keep(work, "signatures", stage_key, out, digests)
+    return rows, {"reuse": {"urls": total, "computed": total - reused, "reused": reused}}
+
+
+def pairs(
+    engine: Engine,
+    work: Path,
+    params: Params,
+    capped: bool,
+    compute: Callable[[str, Path], tuple[int, dict]],
+) -> tuple[int, dict]:
+    """DIR/pairs.parquet: `compute(candidates, out)` for all candidates, or, with a basis, for the
+    candidates involving a URL whose bag changed since the basis, the pairs between unchanged URLs taken
+    from it. No basis when a bucket is capped now or was then (`capped`), or the current signatures have no
+    digests (made on another engine, or before this run could keep them)."""
+    try:
+        return _pairs(engine, work, params, capped, compute)
+    finally:
+        shutil.rmtree(work / "tmp" / "reuse", ignore_errors=True)
+
+
+def _pairs(
+    engine: Engine,
+    work: Path,
+    params: Params,
+    capped: bool,
+    compute: Callable[[str, Path], tuple[int, dict]],
+) -> tuple[int, dict]:
+    out = output_path(work, "pairs")
+    candidates = str(output_path(work, "candidates"))
+    stage_key = key("pairs", params)
+    digests = current_digests(work)
+    signed, _ = basis(work, "signatures", key("signatures", params))
+    kept, reason = basis(work, "pairs", stage_key)
+    if (
+        signed is None
+        or manifest.file_identity(output_path(work, "signatures")) != manifest.file_identity(signed.table)
+        or not _written_here(work, ("signatures", "buckets", "candidates"))
+    ):
+        forget(work, "pairs")
+        return compute(candidates, out)
+    if kept is None or capped or not pq.ParquetFile(kept.table).metadata.num_rows:
+        rows, extra = compute(candidates, out)
+        keep(work, "pairs", stage_key, out, digests, capped)
+        reason = reason or ("a bucket is capped by --max-bucket" if capped else "")
+        return rows, extra | ({"reuse": {"refused": reason}} if reason else {})
+    unchanged(engine, "lshsql_unchanged", digests, kept.digests)
+    changed = work / "tmp" / "reuse" / "candidates_changed.parquet"
+    verified = engine.materialize_query(
+        "select * from read_parquet($candidates) as candidates "
+        "where u_id not in (select url_id from lshsql_unchanged) "
+        "or v_id not in (select url_id from lshsql_unchanged) order by u_id, v_id",
+        {"candidates": candidates},
+        changed,
+    )
+    fresh = work / "tmp" / "reuse" / "pairs_changed.parquet"
+    _, extra = compute(str(changed), fresh)
+    rows = merge_pairs(engine, kept, fresh, out, next(s for s in STAGES if s.name == "pairs").compression)
+    fresh_rows = engine.scalar("select count(*) from read_parquet($p)", {"p": str(fresh)})
+    keep(work, "pairs", stage_key, out, digests)
+    return rows, extra | {"reuse": {"candidates_verified": verified, "pairs_kept": rows - fresh_rows}}
+
+
+def summary_line(name: str, entry: dict) -> str | None:
+    """One line of the run's summary: how much of a stage was reused, or why nothing was."""
+    reuse = entry.get("reuse")
+    if not reuse:
+        return None
+    if "refused" in reuse:
+        return f"{name}: all recomputed ({reuse['refused']})"
+    if name == "signatures":
+        return (
+            f"signatures: {reuse['computed']:,} of {reuse['urls']:,} URLs computed, "
+            f"{reuse['reused']:,} reused from the previous run"
+        )
+    return (
+        f"pairs: {reuse['candidates_verified']:,} candidates of changed URLs verified, "
+        f"{reuse['pairs_kept']:,} pairs of unchanged URLs kept from the previous run"
+    )

@@ -1,0 +1,214 @@
+"""A rerun in the same folder on a grown, changed or shrunk bags table reuses the previous signatures and
+pairs of the unchanged URLs (lshsql/pipeline/reuse.py) and writes what a run from scratch writes."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lshsql.engines import duckdb as db
+from lshsql.params import Params
+from lshsql.pipeline import run
+from tests.conftest import write_table
+
+RESOURCES = db.Resources(memory_limit="1GB", threads=2)
+PARAMS = Params(weighting="none", threshold=0.5, k=2, l=12)
+OUTPUTS = ("signatures", "pairs", "clusters")
+
+
+def random_bags(rng: random.Random, n_urls: int, first: int = 0) -> dict[str, set[str]]:
+    """URLs in families of near-duplicates: a family's 8 base terms with 0 to 2 of them swapped for others,
+    so that many URLs pair up at threshold 0.5."""
+    bags = {}
+    for number in range(first, first + n_urls):
+        family = rng.randrange(25)
+        base = [f"f{family}_{i}" for i in range(8)]
+        swapped = set(rng.sample(base, rng.randint(0, 2)))
+        extra = {f"x{rng.randrange(400)}" for _ in swapped}
+        bags[f"http://site{number % 7}.example/{number:05d}"] = (set(base) - swapped) | extra
+    return bags
+
+
+def write_bags(path: Path, bags: dict[str, set[str]]) -> Path:
+    rows = [{"url": url, "term": term} for url, terms in bags.items() for term in sorted(terms)]
+    random.Random(len(rows)).shuffle(rows)  # the table's row order is no part of a bag
+    return write_table(path, rows)
+
+
+def grown(rng: random.Random, bags: dict[str, set[str]], n_new: int, n_changed: int, n_removed: int):
+    """The table of the next run: new URLs, changed bags (a term swapped), removed URLs; and which."""
+    after = dict(bags)
+    removed = rng.sample(sorted(after), n_removed)
+    for url in removed:
+        del after[url]
+    changed = rng.sample(sorted(after), n_changed)
+    for url in changed:
+        after[url] = (after[url] - {min(after[url])}) | {f"new_{rng.randrange(10**6)}"}
+    new = random_bags(rng, n_new, first=len(bags) + 1000)
+    return after | new, set(changed) | set(new)
+
+
+def same_tables(a: Path, b: Path) -> bool:
+    with duckdb.connect() as con:
+        query = (
+            "select count(*) from (select * from read_parquet($a) except all select * from read_parquet($b))"
+        )
+        return con.execute(query, {"a": str(a), "b": str(b)}).fetchall()[0][0] == 0 and (
+            con.execute(query, {"a": str(b), "b": str(a)}).fetchall()[0][0] == 0
+        )
+
+
+def assert_same_outputs(work: Path, fresh: Path) -> None:
+    for name in OUTPUTS:
+        assert same_tables(work / f"{name}.parquet", fresh / f"{name}.parquet"), name
+        assert (work / f"{name}.parquet").read_bytes() == (fresh / f"{name}.parquet").read_bytes(), name
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_rerun_on_a_changed_table_equals_a_fresh_run(tmp_path, seed):
+    rng = random.Random(seed)
+    before = random_bags(rng, 150)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    after, touched = grown(rng, before, n_new=15, n_changed=6, n_removed=4)
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, PARAMS, bags=table, resources=RESOURCES)
+    fresh = run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
+    assert summary.stages["pairs"]["rows"] > 20  # pairs to compare, and kept ones among them
+    assert_same_outputs(work, tmp_path / "fresh")
+    # exactly the new and changed URLs are signed again: 150 - 4 + 15 URLs, 21 of them touched
+    assert summary.stages["signatures"]["reuse"] == {"urls": 161, "computed": 21, "reused": 140}
+    assert "signatures: 21 of 161 URLs computed, 140 reused from the previous run" in summary.lines()
+    pairs = summary.stages["pairs"]["reuse"]
+    assert 0 < pairs["pairs_kept"] < summary.stages["pairs"]["rows"]
+    assert pairs["candidates_verified"] < summary.stages["candidates"]["rows"]
+    assert "reuse" not in fresh.stages["signatures"]  # a first run has nothing to say
+    assert "verified only the candidates involving a URL whose bag changed" in (
+        work / "compiled" / "pairs.sql"
+    ).read_text(encoding="utf-8")
+    with duckdb.connect() as con:  # the kept pairs are the fresh run's pairs between untouched URLs
+        kept = con.execute(
+            "select count(*) from read_parquet($p) where not list_contains($t, u) and not list_contains($t, v)",
+            {"p": str(work / "pairs.parquet"), "t": sorted(touched)},
+        ).fetchall()[0][0]
+    assert kept == pairs["pairs_kept"]
+
+
+def test_a_table_that_only_shrinks_or_is_the_same(tmp_path):
+    rng = random.Random(7)
+    before = random_bags(rng, 120)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    after = {url: terms for number, (url, terms) in enumerate(before.items()) if number % 10}
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, PARAMS, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
+    assert summary.stages["signatures"]["reuse"] == {"urls": 108, "computed": 0, "reused": 108}
+    assert summary.stages["pairs"]["reuse"]["candidates_verified"] == 0
+    assert_same_outputs(work, tmp_path / "fresh")
+
+
+@pytest.mark.parametrize(
+    ("first", "change", "stage", "reason"),
+    [
+        ({}, {"seed": 2}, "signatures", "other parameters or versions"),
+        ({}, {"l": 13}, "pairs", "other parameters or versions"),
+        # the same cap both times: pairs then depend on the other members of a capped bucket
+        ({"max_bucket": 2}, {"max_bucket": 2}, "pairs", "capped by --max-bucket"),
+    ],
+)
+def test_reuse_is_refused_when_the_result_could_differ(tmp_path, first, change, stage, reason):
+    rng = random.Random(3)
+    before = random_bags(rng, 100)
+    work = tmp_path / "w"
+    run(
+        work,
+        replace(PARAMS, **first),
+        bags=write_bags(tmp_path / "before.parquet", before),
+        resources=RESOURCES,
+    )
+    after, _ = grown(rng, before, n_new=10, n_changed=3, n_removed=2)
+    table = write_bags(tmp_path / "after.parquet", after)
+    params = replace(PARAMS, **change)
+    summary = run(work, params, bags=table, resources=RESOURCES)
+    assert reason in summary.stages[stage]["reuse"]["refused"]
+    assert any(line.startswith(f"{stage}: all recomputed (") for line in summary.lines())
+    run(tmp_path / "fresh", params, bags=table, resources=RESOURCES)
+    assert_same_outputs(work, tmp_path / "fresh")
+
+
+def test_another_version_refuses_reuse(tmp_path):
+    """A basis kept by another lshsql or DuckDB version (its key differs) is not used."""
+    rng = random.Random(4)
+    before = random_bags(rng, 60)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    state = work / "reuse" / "signatures.json"
+    state.write_text(json.dumps(json.loads(state.read_text()) | {"key": "0123456789abcdef"}))
+    after, _ = grown(rng, before, n_new=5, n_changed=2, n_removed=1)
+    summary = run(work, PARAMS, bags=write_bags(tmp_path / "after.parquet", after), resources=RESOURCES)
+    assert "other parameters or versions" in summary.stages["signatures"]["reuse"]["refused"]
+
+
+def test_force_reuses_nothing(tmp_path):
+    rng = random.Random(8)
+    before = random_bags(rng, 60)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    after, _ = grown(rng, before, n_new=5, n_changed=2, n_removed=1)
+    summary = run(
+        work, PARAMS, bags=write_bags(tmp_path / "after.parquet", after), resources=RESOURCES, force=True
+    )
+    assert "reuse" not in summary.stages["signatures"] and "reuse" not in summary.stages["pairs"]
+    assert (work / "reuse" / "signatures.json").exists()  # the forced run is the next one's basis
+
+
+def test_tfidf_weights_are_recomputed_and_equal_a_fresh_run(tmp_path):
+    """Every TF-IDF weight moves when documents are added; a bag is reused only where its rounded copies
+    did not change, so the result is still the fresh run's."""
+    rng = random.Random(5)
+    before = random_bags(rng, 120)
+    params = Params(weighting="tfidf", threshold=0.5, k=2, l=12)
+    work = tmp_path / "w"
+    run(work, params, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    after, _ = grown(rng, before, n_new=12, n_changed=4, n_removed=3)
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, params, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", params, bags=table, resources=RESOURCES)
+    assert summary.stages["signatures"]["reuse"]["computed"] >= 16
+    assert_same_outputs(work, tmp_path / "fresh")
+
+
+def test_a_killed_incremental_run_leaves_the_previous_result_and_a_rerun_finishes(tmp_path):
+    rng = random.Random(6)
+    before = random_bags(rng, 3000)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    previous = {name: (work / f"{name}.parquet").read_bytes() for name in OUTPUTS}
+    after, _ = grown(rng, before, n_new=300, n_changed=30, n_removed=30)
+    table = write_bags(tmp_path / "after.parquet", after)
+    command = [sys.executable, "-m", "lshsql", "run", "--bags", str(table), "--work", str(work), "-q"]
+    command += ["--weighting", "none", "--threshold", "0.5", "-k", "2", "-l", "12"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline and not (work / "tmp" / "reuse").exists():
+        time.sleep(0.005)
+    assert process.poll() is None, "the run ended before its reuse began"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    # the outputs are whole files: the previous run's, or those this run finished before it was killed
+    for name in ("pairs", "clusters"):
+        assert (work / f"{name}.parquet").read_bytes() == previous[name]
+    summary = run(work, PARAMS, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
+    assert_same_outputs(work, tmp_path / "fresh")
+    assert summary.stages["pairs"].get("reuse", {}).get("pairs_kept", 0) > 0
