@@ -433,6 +433,7 @@ def test_python_api_takes_and_returns_tables(tmp_path):
     assert set(lshsql.removed(tmp_path / "w").column("id").to_pylist()) == set(EXPECTED)
 
 
+@pytest.mark.slow  # a pseudo-terminal and a whole dedup in a subprocess
 def test_cli_in_a_terminal(tmp_path):
     write_jsonl(tmp_path / "corpus.jsonl", DOCS)
     env = {**os.environ, "COLUMNS": "100"}

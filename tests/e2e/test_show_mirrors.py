@@ -222,6 +222,7 @@ def test_show_errors_are_one_line(mirrored, tmp_path, lshsql_command):
         stored_html(tmp_path / "w", "http://a.example/cherries.html")
 
 
+@pytest.mark.slow  # the whole hierarchy of a crawl, then a cut
 def test_show_and_mirrors_from_a_cut_of_the_cluster_tree(mirrored):
     _, work = mirrored
     ok("hierarchy", "--work", str(work), "--quiet")
