@@ -165,8 +165,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "cluster_id",
             pa.int64(),
-            "the cluster's stable id: kept by the cluster that holds most of its members when a later run "
-            "remakes the clusters (cluster_history.parquet)",
+            "the cluster's stable id, the one `show` and serve take: kept by the cluster that holds most of "
+            "its members when a later run remakes the clusters (cluster_history.parquet)",
         ),
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
