@@ -248,6 +248,17 @@ def test_show_takes_a_cluster_id_that_a_rerun_kept_never_a_shifted_center_id(gro
     )
 
 
+def test_the_ids_diff_lists_are_the_ids_show_takes(grown):
+    before, work = grown
+    changed = json_rows(ok("diff", "--work", str(work), "--format", "json").stdout)
+    [added] = [row for row in changed if row["event"] == "new"]  # the kite pages, and the shops' homes
+    assert added["cluster_id"] not in before
+    shown = json_rows(ok("show", str(added["cluster_id"]), "--work", str(work), "--format", "json").stdout)
+    assert {r["url"] for r in shown} == set(clusters_of(work)[added["cluster_id"]][1])
+    earlier = {url for _, members in before.values() for url in members}
+    assert len(shown) == added["size_after"] >= 2 and not earlier & {r["url"] for r in shown}
+
+
 def test_a_folder_made_before_cluster_ids_is_shown_by_center_id(mirrored, tmp_path):
     _, work = mirrored
     old = shutil.copytree(work, tmp_path / "old")
