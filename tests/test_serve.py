@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from lshsql.engines import duckdb as db
@@ -319,6 +320,22 @@ def test_hostile_titles_and_text_are_shown_escaped_on_every_page(hostile):
         assert "<script" not in body and "<b>page</b>" not in body, path
         assert html.escape(HOSTILE) in body or "&lt;script&gt;alert(2)" in body, path
     assert "evil &lt;script&gt;alert(2)&lt;/script&gt; body" in ok(base, f"/cluster/{cluster_id}")
+
+
+def test_a_folder_made_before_cluster_ids_is_served_by_center_id(hostile, serving, tmp_path):
+    work, _ = hostile
+    old = copy_work(work, tmp_path / "old")
+    clusters = pq.read_table(old / "clusters.parquet")
+    pq.write_table(clusters.drop_columns(["cluster_id"]), old / "clusters.parquet")
+    [(center_id, size)] = {
+        (row["center_id"], row["size"])
+        for row in clusters.to_pylist()
+        if row["url"] == "http://evil.example/a.html"
+    }
+    base = serving(old)
+    assert f'href="/cluster/{center_id}"' in ok(base, "/")
+    assert f"Cluster of {size:,}" in ok(base, f"/cluster/{center_id}")
+    assert cluster_link(ok(base, f"/url?u={quote('http://evil.example/a.html')}")) == f"/cluster/{center_id}"
 
 
 @pytest.fixture(scope="module")

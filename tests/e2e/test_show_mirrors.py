@@ -269,6 +269,9 @@ def test_a_folder_made_before_cluster_ids_is_shown_by_center_id(mirrored, tmp_pa
     assert {r["cluster_id"] for r in rows} == {center_id} == {r["center_id"] for r in rows}
     message = error("show", "987654", "--work", str(old))
     assert "987654: no such cluster (give a center_id or a member's URL" in message
+    listed = json_rows(ok("clusters", "--work", str(old), "--format", "json").stdout)
+    centers = {row["center"]: row["center_id"] for row in clusters.to_pylist()}
+    assert listed and all(row["cluster_id"] == centers[row["center"]] for row in listed)
 
 
 def test_show_html_prints_the_page_exactly_as_written(mirrored):
