@@ -165,8 +165,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         (
             "cluster_id",
             pa.int64(),
-            "the cluster's stable id: kept by the cluster that holds most of its members when a later run "
-            "remakes the clusters (cluster_history.parquet)",
+            "the cluster's stable id, the one `show` and serve take: kept by the cluster that holds most of "
+            "its members when a later run remakes the clusters (cluster_history.parquet)",
         ),
         ("size", pa.int64(), "URLs in the cluster (1 for a URL with no pair)"),
         ("is_center", pa.bool_(), "url is the center"),
@@ -300,14 +300,14 @@ COLUMNS["surface_forms"] = [
 # sql/63_cluster_labels.sql: the stage after clusters, and `lshsql cut` for its cut.
 COLUMNS["cluster_labels"] = [
     ("center_id", pa.int64(), "the cluster (clusters.center_id); only clusters of 2 or more URLs"),
+    ("cluster_id", pa.int64(), "the same cluster's stable id (clusters.cluster_id)"),
     ("rank", pa.int32(), "1 for the heaviest term, 2, ... up to 10"),
     ("term", pa.string(), "the term (terms.term)"),
     ("word", pa.string(), "the term's most frequent surface word (surface_forms), or the term without one"),
     ("weight", pa.float64(), "tf * ln(N / df) of the term summed over the cluster's URLs (any --weighting)"),
 ]
 COLUMNS["cut_labels"] = [
-    (name, dtype, doc.replace("clusters.center_id", "cut.center_id"))
-    for name, dtype, doc in COLUMNS["cluster_labels"]
+    (name, dtype, doc.replace("clusters.", "cut.")) for name, dtype, doc in COLUMNS["cluster_labels"]
 ]
 
 # `lshsql mirrors` (sql/90_mirrors.sql): page clusters aggregated to pairs of hosts.

@@ -1,6 +1,6 @@
 -- stage:  cluster_labels
--- reads:  clusters(url_id, center_id), bags(url_id, term_hash, tf, df), terms(term_hash, term), urls(url_id), surface_forms(term, word, n)
--- writes: cluster_labels(center_id, rank, term, word, weight)
+-- reads:  clusters(url_id, center_id, cluster_id), bags(url_id, term_hash, tf, df), terms(term_hash, term), urls(url_id), surface_forms(term, word, n)
+-- writes: cluster_labels(center_id, cluster_id, rank, term, word, weight)
 -- order:  center_id, rank
 -- param:  n_terms BIGINT  terms kept per cluster
 -- param:  min_size BIGINT clusters with fewer members get no labels (2 for the pipeline; 1 labels singletons)
@@ -12,7 +12,8 @@
 -- extraction stemmed into it, ties: the smaller word), or the term itself when surface_forms has none (a
 -- user's bags). `clusters` may be any flat clustering with these columns: the runner also labels the cuts
 -- of the cluster tree with this file. In the pipeline a singleton has no labels: its own bag says the
--- same; `environment` labels every cluster of domains, singletons too.
+-- same; `environment` labels every cluster of domains, singletons too. cluster_id is the cluster's stable
+-- id beside center_id, so a user's query can join the labels by either.
 
 with
 
@@ -32,6 +33,14 @@ members as (
             group by clusters_counted.center_id
             having count(*) >= $min_size
         )
+),
+
+cluster_keys as (
+    select
+        clusters.center_id,
+        min(clusters.cluster_id) as cluster_id
+    from clusters
+    group by clusters.center_id
 ),
 
 -- Summed as DECIMAL: exact, so weights and their ties do not depend on the order threads add them in.
@@ -85,12 +94,14 @@ words_ranked as (
 final as (
     select
         labels.center_id,
+        cluster_keys.cluster_id,
         cast(labels.rank as integer) as rank,
         labels.term,
         coalesce(words_ranked.word, labels.term) as word,
         labels.weight
     from labels
     left join words_ranked on labels.term = words_ranked.term and words_ranked.word_rank = 1
+    inner join cluster_keys on labels.center_id = cluster_keys.center_id
 )
 
 select * from final order by center_id, rank

@@ -54,19 +54,19 @@ def test_related_is_an_arrow_table(work):
 
 def test_top_clusters_and_members_are_arrow_tables(work):
     clusters = lshsql.top_clusters(work, limit=2, resources=RESOURCES)
-    columns = ["size", "pair_share", "min_pair_similarity", "center", "top_terms", "members"]
+    columns = ["cluster_id", "size", "pair_share", "min_pair_similarity", "center", "top_terms", "members"]
     assert clusters.column_names == columns
     assert clusters.schema.field("top_terms").type == pa.list_(pa.string())
     assert clusters.schema.field("members").type == pa.list_(pa.string())
     # a: p q r s, b: p q r t (3 / 5); c: x y z, d: x y z w (3 / 4); two-URL clusters hold their one pair
     assert clusters.to_pylist() == [
-        dict(zip(columns, (2, 1.0, 0.6, "a", list("pqrst"), ["a", "b"]), strict=True)),
-        dict(zip(columns, (2, 1.0, 0.75, "c", list("xyzw"), ["c", "d"]), strict=True)),
+        dict(zip(columns, (1, 2, 1.0, 0.6, "a", list("pqrst"), ["a", "b"]), strict=True)),
+        dict(zip(columns, (2, 2, 1.0, 0.75, "c", list("xyzw"), ["c", "d"]), strict=True)),
     ]
     chains_first = lshsql.top_clusters(work, limit=3, resources=RESOURCES, sort="min_pair_similarity")
     assert chains_first["center"].to_pylist() == ["a", "c", "e"]  # the singleton e last: it has none
     members = lshsql.cluster_members(work, "b", resources=RESOURCES)
-    assert members.column_names[:4] == ["center_id", "size", "url", "is_center"]
+    assert members.column_names[:5] == ["cluster_id", "center_id", "size", "url", "is_center"]
     assert members["url"].to_pylist() == ["a", "b"]
 
 

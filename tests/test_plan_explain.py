@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import duckdb
 import pytest
 
 from lshsql.engines import duckdb as db
@@ -98,6 +99,17 @@ def test_explain_one_url(work):
     assert e["terms"] and e["cluster"] is not None
     assert e["anchors"] and all(n >= 1 for _, n in e["anchors"])
     assert "heaviest terms" in "\n".join(url_lines(e))
+    with duckdb.connect() as con:  # the cluster line names the cluster_id that `lshsql show` takes
+        cluster_id, center, size = con.execute(
+            "select cluster_id, center, size from read_parquet($p) where url = $u",
+            {"p": str(work / "clusters.parquet"), "u": PYTHON_INDEX},
+        ).fetchone()
+    where = (
+        f"center of a cluster of {size}"
+        if center == PYTHON_INDEX
+        else f"in the cluster of {center} ({size} URLs)"
+    )
+    assert url_lines(e)[1] == f"cluster: {cluster_id}, {where}; {e['n_pairs']} pairs"
 
 
 def test_explain_an_unknown_url(work):

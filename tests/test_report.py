@@ -130,12 +130,13 @@ def test_members_show_their_titles_and_where_their_page_is_stored(work, report):
 def test_with_a_serve_address_members_link_to_its_pages(work, tmp_path):
     page = write_report(work, tmp_path / "r.html", serve_url="http://127.0.0.1:8000/").read_text("utf-8")
     top = explore.top_clusters(work, limit=1).to_pylist()[0]
-    center_id = duckdb.execute(
-        "select center_id from read_parquet($p) where url = $u",
+    cluster_id, center_id = duckdb.execute(
+        "select cluster_id, center_id from read_parquet($p) where url = $u",
         {"p": str(work / "clusters.parquet"), "u": top["center"]},
-    ).fetchone()[0]
+    ).fetchone()
+    assert cluster_id != center_id  # the link names the cluster by the id a rerun keeps
     first = cluster_rows(page)[0]
-    assert f'<a href="http://127.0.0.1:8000/cluster/{center_id}">{top["size"]}</a>' in first
+    assert f'<a href="http://127.0.0.1:8000/cluster/{cluster_id}">{top["size"]}</a>' in first
     quoted = "https%3A%2F%2Fwww.postgresql.example%2Fdocs%2F15%2Fsql-dropdomain.html"
     assert f'<a href="http://127.0.0.1:8000/url?u={quoted}"><span class="title">DROP DOMAIN</span>' in page
     assert f'<a class="where" href="http://127.0.0.1:8000/capture?u={quoted}">capture</a>' in page

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from lshsql.engines import duckdb as db
@@ -31,7 +32,7 @@ from lshsql.tools.dedup import DedupParams, dedup_files
 from lshsql.web import address, make_server
 from lshsql.web.pair import marked
 from lshsql.web.text import html_text, snippet
-from tests.conftest import REPO, html_response, write_jsonl, write_warc
+from tests.conftest import EXAMPLE_CRAWL, REPO, copy_work, html_response, write_jsonl, write_warc
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("LSHSQL_TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -137,15 +138,15 @@ def test_search_finds_clusters_by_word_url_or_title_and_lists_the_urls(example):
 def test_cluster_page_shows_members_by_similarity_with_snippets_and_chaining(example_run, example):
     about = "https://docs.python.example/3.11/about.html"
     with duckdb.connect() as con:
-        center_id, size = con.execute(
-            "select center_id, size from read_parquet($p) where url = $u",
+        cluster_id, center_id, size = con.execute(
+            "select cluster_id, center_id, size from read_parquet($p) where url = $u",
             {"p": str(example_run / "clusters.parquet"), "u": about},
         ).fetchone()
         similarities = con.execute(
             "select similarity from read_parquet($p) where (u_id = $id or v_id = $id) order by 1 desc",
             {"p": str(example_run / "pairs.parquet"), "id": center_id},
         ).fetchall()
-    body = ok(example, f"/cluster/{center_id}")
+    body = ok(example, f"/cluster/{cluster_id}")
     assert f"Cluster of {size:,}" in body
     members = linked_urls(body.split("<table>")[1])
     assert len(members) == size and members[0] == quote(about, safe="")
@@ -219,6 +220,56 @@ def test_errors_are_pages_with_a_status_never_a_traceback(example, path, status,
     assert body.startswith("<!DOCTYPE html>")
 
 
+def clusters_by_id(work: Path) -> dict[int, tuple[str, int, list[str]]]:
+    """{cluster_id: (center, center_id, members in URL order)} of a work folder's clusters.parquet."""
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select cluster_id, any_value(center), any_value(center_id), list(url order by url) "
+            "from read_parquet($p) group by cluster_id",
+            {"p": str(work / "clusters.parquet")},
+        ).fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def cluster_link(body: str) -> str:
+    """The one /cluster/ link of a URL's page."""
+    [link] = re.findall(r'href="(/cluster/\d+)"', body)
+    return link
+
+
+def members_shown(body: str) -> list[str]:
+    """The members a cluster's page lists, in URL order."""
+    return sorted(urllib.parse.unquote(u) for u in linked_urls(body.split("<table>")[1]))
+
+
+def test_a_cluster_link_kept_from_a_run_opens_the_same_cluster_after_a_rerun(
+    example_run, example, serving, tmp_path
+):
+    # an unrelated crawl added and the folder rerun: its URLs sort first, so every url_id shifts
+    pages = [
+        html_response(f"http://0.example/{i}.html", f"<title>Kites {i}</title><p>kites</p>") for i in range(3)
+    ]
+    added = write_warc(tmp_path / "added.warc.gz", pages)
+    grown = copy_work(example_run, tmp_path / "grown")
+    extract([str(EXAMPLE_CRAWL), str(added)], grown, ExtractParams(), one_thread(tmp_path))
+    run(grown, Params(), resources=one_thread(tmp_path))
+    before, after = clusters_by_id(example_run), clusters_by_id(grown)
+    larger = [i for i, (_, _, members) in before.items() if len(members) >= 3]
+    kept = [i for i in larger if i in after and after[i][2] == before[i][2] and after[i][1] != before[i][1]]
+    assert len(kept) >= 0.9 * len(larger)  # same members and id, another center_id
+    cluster_id = max(kept, key=lambda i: (len(before[i][2]), -i))  # the largest cluster the rerun kept
+    center, center_before, members = before[cluster_id]
+    link = cluster_link(ok(example, f"/url?u={quote(center, safe='')}"))  # as a user keeps it
+    assert link == f"/cluster/{cluster_id}"
+    base = serving(grown)
+    body = ok(base, f"{link}?limit=500")
+    assert members_shown(body) == members and f"Cluster of {len(members):,}" in body
+    assert cluster_link(ok(base, f"/url?u={quote(center, safe='')}")) == link
+    # the center_id it had names another cluster now, or none
+    status, old, _ = get(base, f"/cluster/{center_before}?limit=500")
+    assert status == 404 or members_shown(old) != members
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory, serving) -> tuple[Path, str]:
     """A crawl whose pages carry markup in their titles, anchor texts and bodies, extracted and run."""
@@ -245,8 +296,8 @@ def hostile(tmp_path_factory, serving) -> tuple[Path, str]:
 def test_hostile_titles_and_text_are_shown_escaped_on_every_page(hostile):
     work, base = hostile
     with duckdb.connect() as con:
-        center_id = con.execute(
-            "select center_id from read_parquet($p) where url = 'http://evil.example/a.html'",
+        cluster_id = con.execute(
+            "select cluster_id from read_parquet($p) where url = 'http://evil.example/a.html'",
             {"p": str(work / "clusters.parquet")},
         ).fetchone()[0]
         assert (
@@ -260,7 +311,7 @@ def test_hostile_titles_and_text_are_shown_escaped_on_every_page(hostile):
     for path in (
         "/",
         "/?q=evil",
-        f"/cluster/{center_id}",
+        f"/cluster/{cluster_id}",
         f"/url?u={a}",
         f"/capture?u={a}",
         f"/pair?u={a}&v={b}",
@@ -268,7 +319,23 @@ def test_hostile_titles_and_text_are_shown_escaped_on_every_page(hostile):
         body = ok(base, path)
         assert "<script" not in body and "<b>page</b>" not in body, path
         assert html.escape(HOSTILE) in body or "&lt;script&gt;alert(2)" in body, path
-    assert "evil &lt;script&gt;alert(2)&lt;/script&gt; body" in ok(base, f"/cluster/{center_id}")
+    assert "evil &lt;script&gt;alert(2)&lt;/script&gt; body" in ok(base, f"/cluster/{cluster_id}")
+
+
+def test_a_folder_made_before_cluster_ids_is_served_by_center_id(hostile, serving, tmp_path):
+    work, _ = hostile
+    old = copy_work(work, tmp_path / "old")
+    clusters = pq.read_table(old / "clusters.parquet")
+    pq.write_table(clusters.drop_columns(["cluster_id"]), old / "clusters.parquet")
+    [(center_id, size)] = {
+        (row["center_id"], row["size"])
+        for row in clusters.to_pylist()
+        if row["url"] == "http://evil.example/a.html"
+    }
+    base = serving(old)
+    assert f'href="/cluster/{center_id}"' in ok(base, "/")
+    assert f"Cluster of {size:,}" in ok(base, f"/cluster/{center_id}")
+    assert cluster_link(ok(base, f"/url?u={quote('http://evil.example/a.html')}")) == f"/cluster/{center_id}"
 
 
 @pytest.fixture(scope="module")
@@ -293,11 +360,11 @@ def test_a_dedup_folder_shows_documents_and_their_differences(dedup_site):
     body = ok(base, "/")
     assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img" not in body
     with duckdb.connect() as con:
-        orig, copy, center_id = con.execute(
-            "select min(url), max(url), any_value(center_id) from read_parquet($p) where size = 2",
+        orig, copy, cluster_id = con.execute(
+            "select min(url), max(url), any_value(cluster_id) from read_parquet($p) where size = 2",
             {"p": str(work / "clusters.parquet")},
         ).fetchone()
-    cluster = ok(base, f"/cluster/{center_id}")
+    cluster = ok(base, f"/cluster/{cluster_id}")
     assert "word0 word1 word2" in cluster  # the document's text, read again from docs.jsonl
     pair = ok(base, f"/pair?u={quote(orig)}&v={quote(copy)}")
     assert "duplicate of orig" in pair
@@ -415,11 +482,11 @@ def test_a_request_for_another_host_name_is_refused(example):
 
 def test_the_pagers_keep_a_chosen_page_size(example_run, example):
     with duckdb.connect() as con:
-        center_id, center = con.execute(
-            "select center_id, center from read_parquet($p) where is_center order by size desc, center limit 1",
+        cluster_id, center = con.execute(
+            "select cluster_id, center from read_parquet($p) where is_center order by size desc, center limit 1",
             {"p": str(example_run / "clusters.parquet")},
         ).fetchone()
-    body = ok(example, f"/cluster/{center_id}?limit=2")
-    assert html.escape(f"/cluster/{center_id}?limit=2&offset=2") in body
+    body = ok(example, f"/cluster/{cluster_id}?limit=2")
+    assert html.escape(f"/cluster/{cluster_id}?limit=2&offset=2") in body
     body = ok(example, f"/url?u={quote(center, safe='')}&limit=2")
     assert "limit=2&amp;offset=2" in body

@@ -134,7 +134,7 @@ def explain(
 
 def show(
     cluster: Annotated[
-        str, typer.Argument(help="A cluster: its center_id, the URL of its center or a member.")
+        str, typer.Argument(help="A cluster: its cluster_id, the URL of its center or a member.")
     ],
     work: Work = Path("work"),
     from_: ClusterSource = "clusters",
@@ -170,7 +170,7 @@ def show(
     chained = shown.chaining(table, work, cut, resources_)
     if chained:
         typer.echo(printable(chained))
-    print_table(table.drop_columns(["center_id", "size"]), format)
+    print_table(table.drop_columns(["cluster_id", "center_id", "size"]), format)
 
 
 def diff(

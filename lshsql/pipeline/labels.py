@@ -45,10 +45,15 @@ def materialize(
 
 def register(con: duckdb.DuckDBPyConnection, work: Path, clusters: Path) -> None:
     """The views the labels are made from: the flat clustering in `clusters` (the columns of clusters or
-    cut) as clusters, and the work folder's bags, terms, urls and surface forms."""
+    cut) as clusters, and the work folder's bags, terms, urls and surface forms. A clustering made before
+    cluster ids lends its center_id as the id, the one its clusters keep when it is remade."""
     work = Path(work)
     inputs = {relation: str(work / f"{relation}.parquet") for relation in LABEL_INPUTS}
     sqlfiles.register_inputs(con, {"clusters": str(clusters), **inputs})
+    columns = {name for (name,) in con.execute("select column_name from (describe clusters)").fetchall()}
+    if "cluster_id" not in columns:
+        with_ids = con.read_parquet(str(clusters)).project("*, center_id as cluster_id")
+        with_ids.create_view("clusters", replace=True)
     register_surface_forms(con, work)
 
 

@@ -13,7 +13,7 @@ import duckdb
 
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
-from lshsql.tools.explore import find_url, open_work, require_outputs, unreadable
+from lshsql.tools.explore import cluster_key, find_url, open_work, require_outputs, unreadable
 
 TOP = 10
 # What each explanation reads, in the order a run makes them: the first missing one is named.
@@ -111,7 +111,8 @@ def _collided_tables(con, work: Path, agree: list[bool]) -> list[int] | None:
 
 
 def explain_url(work: str | Path, url: str, resources: db.Resources | None = None) -> dict:
-    """A URL alone: its heaviest terms, its cluster and center, its pairs, and the anchor phrases for it."""
+    """A URL alone: its heaviest terms, its cluster (center, size, is_center and the cluster_id `lshsql show`
+    takes), its pairs, and the anchor phrases for it."""
     with open_work(work, resources) as con:
         require_outputs(Path(work), *URL_READS)
         url, url_id = _url_id(con, url)
@@ -121,7 +122,8 @@ def explain_url(work: str | Path, url: str, resources: db.Resources | None = Non
             {"id": url_id, "n": TOP},
         ).fetchall()
         cluster = con.execute(
-            "select center, size, is_center from clusters where url_id = $id", {"id": url_id}
+            f"select center, size, is_center, {cluster_key(con)} from clusters where url_id = $id",
+            {"id": url_id},
         ).fetchall()
         n_pairs = db.scalar(con, "select count(*) from pairs where u_id = $id or v_id = $id", {"id": url_id})
         return {
@@ -172,9 +174,9 @@ def url_lines(e: dict) -> list[str]:
     """What `lshsql explain U` prints."""
     cluster = e["cluster"]
     where = (
-        f"center of a cluster of {cluster[1]}"
+        f"{cluster[3]}, center of a cluster of {cluster[1]}"
         if cluster and cluster[2]
-        else f"in the cluster of {cluster[0]} ({cluster[1]} URLs)"
+        else f"{cluster[3]}, in the cluster of {cluster[0]} ({cluster[1]} URLs)"
         if cluster
         else "no cluster (no bag)"
     )

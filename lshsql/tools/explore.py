@@ -222,9 +222,10 @@ def top_clusters(
     resources: db.Resources | None = None,
     sort: str = "size",
 ) -> pa.Table:
-    """The largest clusters: size, pair_share and min_pair_similarity (the chaining diagnostics, rounded to 3
-    decimals), center, top_terms (the readable words of their labels, the terms that weigh most in them,
-    see cluster_labels; none for a URL without a pair) and members (the first ones, in URL order), both
+    """The largest clusters: cluster_id (what `lshsql show` and serve's /cluster/ take; see cluster_key),
+    size, pair_share and min_pair_similarity (the chaining diagnostics, rounded to 3 decimals), center,
+    top_terms (the readable words of their labels, the terms that weigh most in them, see
+    cluster_labels; none for a URL without a pair) and members (the first ones, in URL order), both
     lists. sort "pair_share" or "min_pair_similarity" puts the lowest first (chains; singletons last),
     ties largest first; a clusters table made before these columns shows them empty."""
     if sort not in CLUSTER_SORTS:
@@ -233,15 +234,16 @@ def top_clusters(
     require_outputs(work, "clusters", "bags")
     with open_work(work, resources) as con:
         chaining = "min_pair_similarity, pair_share" if has_chaining(con) else CHAINING_UNKNOWN
+        key = cluster_key(con)
         found = fetch_arrow(
             con,
-            QUERIES["top_clusters"].replace("{chaining}", chaining),
+            QUERIES["top_clusters"].replace("{chaining}", chaining).replace("{key}", key),
             {"limit": limit, "members": members, "sort": sort},
         )
     center_ids = found.column("center_id").to_pylist()
     words = cluster_labels(work, center_ids, n=terms, resources=resources)
     top_terms = pa.array([words[center_id] for center_id in center_ids], pa.list_(pa.string()))
-    return found.drop_columns(["center_id"]).add_column(4, "top_terms", top_terms)
+    return found.drop_columns(["center_id"]).add_column(5, "top_terms", top_terms)
 
 
 # A clusters table made before the chaining diagnostics existed: shown empty until the run is repeated.
@@ -252,6 +254,13 @@ def has_chaining(con: duckdb.DuckDBPyConnection, relation: str = "clusters") -> 
     """Whether `relation` has the chaining columns (clusters made before them, and cuts, have none)."""
     columns = con.execute(f"select column_name from (describe {relation})").fetchall()
     return ("pair_share",) in columns
+
+
+def cluster_key(con: duckdb.DuckDBPyConnection, relation: str = "clusters") -> str:
+    """The column that names `relation`'s clusters to a user: cluster_id, which survives runs, or in a file
+    made before it existed center_id (the id such a file's clusters keep when the folder is rerun)."""
+    columns = con.execute(f"select column_name from (describe {relation})").fetchall()
+    return "cluster_id" if ("cluster_id",) in columns else "center_id"
 
 
 def cluster_labels(
@@ -398,7 +407,7 @@ QUERIES = {
     """,
     "top_clusters": """
         with biggest as (
-            select center, center_id, size, {chaining} from clusters where is_center
+            select center, center_id, {key} as cluster_id, size, {chaining} from clusters where is_center
             order by
                 case when $sort = 'pair_share' then pair_share end nulls last,
                 case when $sort = 'min_pair_similarity' then min_pair_similarity end nulls last,
@@ -411,6 +420,7 @@ QUERIES = {
             from clusters inner join biggest on clusters.center_id = biggest.center_id
         )
         select
+            biggest.cluster_id,
             biggest.size,
             round(biggest.pair_share, 3) as pair_share,
             round(biggest.min_pair_similarity, 3) as min_pair_similarity,

@@ -57,8 +57,7 @@ def clusters_html(work: Path, resources: db.Resources, serve: str | None, shingl
     urls = sorted({m for row in rows for m in row["members"] or []} | {row["center"] for row in rows})
     with explore.open_work(work, resources) as con:
         pages = show.stored_pages(con, urls) if _has_pages(con) else {}
-        ids = _center_ids(con, [row["center"] for row in rows])
-    body = "\n".join(_row(rank, row, pages, ids, serve, shingled) for rank, row in enumerate(rows, 1))
+    body = "\n".join(_row(rank, row, pages, serve, shingled) for rank, row in enumerate(rows, 1))
     head = "".join(
         f"<th{' class=num' if i < 4 else ''}>{escape(h)}</th>"
         for i, h in enumerate(
@@ -99,20 +98,12 @@ def _has_pages(con) -> bool:
     return bool(con.execute("select count(*) from duckdb_views() where view_name = 'pages'").fetchone()[0])
 
 
-def _center_ids(con, centers: list[str]) -> dict[str, int]:
-    if not centers:
-        return {}
-    rows = con.execute(
-        "select url, center_id from clusters where is_center and list_contains($urls, url)", {"urls": centers}
-    ).fetchall()
-    return dict(rows)
-
-
-def _row(rank: int, row: dict, pages: dict, ids: dict, serve: str | None, shingled: bool) -> str:
+def _row(rank: int, row: dict, pages: dict, serve: str | None, shingled: bool) -> str:
     center = row["center"]
     size = f"{row['size']:,}"
-    if serve is not None and center in ids:
-        size = f'<a href="{_serve_link(serve, f"/cluster/{int(ids[center])}")}">{size}</a>'
+    if serve is not None:  # by cluster_id, which a later run keeps: the report's links outlive a rerun
+        page = _serve_link(serve, f"/cluster/{int(row['cluster_id'])}")
+        size = f'<a href="{page}">{size}</a>'
     members = "".join(f"<li>{_member(m, pages.get(m), serve)}</li>" for m in row["members"] or [])
     more = row["size"] - len(row["members"] or [])
     if more > 0:

@@ -23,7 +23,15 @@ from lshsql import manifest, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.sources.jsonl import is_gzip
-from lshsql.tools.explore import canonical, clustering_path, fetch_arrow, find_url, has_chaining, open_work
+from lshsql.tools.explore import (
+    canonical,
+    cluster_key,
+    clustering_path,
+    fetch_arrow,
+    find_url,
+    has_chaining,
+    open_work,
+)
 
 NOT_FETCHED = "(not fetched)"
 # Records that share a page's URL without being a capture of it: they say nothing about the page.
@@ -52,9 +60,9 @@ def cluster_members(
 ) -> pa.Table:
     """The members of a cluster in URL order: whether each is the center, whether its page was fetched,
     its title (NOT_FETCHED for a URL known only as a link target), its in-degree (links pointing to it)
-    and the source_file and source_offset its page was read from. `cluster` is the center_id (an integer),
-    the center's URL or any member's URL; with from_cut the clusters are DIR/cut.parquet. Every row starts
-    with the cluster's center_id and size.
+    and the source_file and source_offset its page was read from. `cluster` is the cluster_id (an integer;
+    center_id in a folder made before cluster ids), the center's URL or any member's URL; with from_cut the
+    clusters are DIR/cut.parquet. Every row starts with the cluster's cluster_id, center_id and size.
 
     Example:
         >>> cluster_members("work/example", "https://www.python.org/").to_pylist()  # doctest: +SKIP
@@ -68,7 +76,7 @@ def cluster_members(
         center_id = _center_id(con, relation, cluster)
         return fetch_arrow(
             con,
-            MEMBERS.format(relation=relation),
+            MEMBERS.format(relation=relation, key=cluster_key(con, relation)),
             {
                 "center_id": center_id,
                 "limit": NO_LIMIT if limit is None else limit,
@@ -95,7 +103,7 @@ def stored_pages(con: duckdb.DuckDBPyConnection, urls: list[str]) -> dict[str, t
 def heading(
     table: pa.Table, work: str | Path, from_cut: bool = False, resources: db.Resources | None = None
 ) -> str:
-    """One line naming the cluster of a `cluster_members` table: its id, size and center."""
+    """One line naming the cluster of a `cluster_members` table: its cluster_id, size and center."""
     if not table.num_rows:
         return "no members shown"
     row = table.slice(0, 1).to_pylist()[0]
@@ -106,7 +114,7 @@ def heading(
             {"id": row["center_id"]},
         )
     shown = f", {table.num_rows} shown" if table.num_rows < row["size"] else ""
-    return f"cluster {row['center_id']}: {row['size']} URLs{shown}, center {center}"
+    return f"cluster {row['cluster_id']}: {row['size']} URLs{shown}, center {center}"
 
 
 def chaining(
@@ -160,7 +168,7 @@ def stored_html(
                 {"id": center_id, "url": url},
             )
             if not member:
-                raise InputError(f"{url}: not a member of cluster {center_id}")
+                raise InputError(f"{url}: not a member of cluster {str(cluster).strip()}")
         page = _stored_page(con, url)
     return read_stored(page, url_options(work))
 
@@ -193,16 +201,21 @@ def _relation(work: Path, from_cut: bool) -> str:
 
 
 def _center_id(con: duckdb.DuckDBPyConnection, relation: str, cluster: str | int) -> int:
-    """The center_id of a cluster given by its id, or by the URL of its center or of any member."""
+    """The center_id of a cluster given by its cluster_id (see cluster_key), or by the URL of its center or
+    of any member. An integer is never taken as a center_id where cluster ids exist: those shift between
+    runs, and one could name another cluster than the user meant."""
     text = str(cluster).strip()
     member = find_url(con, text, relation)  # a member's URL (or document id, maybe a number) comes first
     if member is not None:
         return db.scalar(con, f"select center_id from {relation} where url = $url limit 1", {"url": member})
-    if text.isdigit() and db.scalar(
-        con, f"select count(*) from {relation} where center_id = $id", {"id": int(text)}
-    ):
-        return int(text)
-    raise InputError(f"{text}: no such cluster (neither a URL of the {relation} table nor a center_id)")
+    key = cluster_key(con, relation)
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        found = con.execute(
+            f"select center_id from {relation} where {key} = $id limit 1", {"id": int(text)}
+        ).fetchall()
+        if found:
+            return found[0][0]
+    raise InputError(f"{text}: no such cluster (give a {key} or a member's URL of the {relation} table)")
 
 
 def _ensure_pages_and_links(con: duckdb.DuckDBPyConnection) -> None:
@@ -328,7 +341,8 @@ def _changed(page: StoredPage) -> InputError:
 
 MEMBERS = """
     with members as (
-        select url, center_id, size, is_center from {relation} where center_id = $center_id
+        select url, {key} as cluster_id, center_id, size, is_center from {relation}
+        where center_id = $center_id
     ),
     used as (
         select pages.url, arg_max(pages.title, pages.record_id) as title,
@@ -350,6 +364,7 @@ MEMBERS = """
         group by links.target_url
     )
     select
+        members.cluster_id,
         members.center_id,
         members.size,
         members.url,

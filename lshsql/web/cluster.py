@@ -1,4 +1,4 @@
-"""`/cluster/<center_id>`: every member of a cluster, the center first and then by similarity to it, with
+"""`/cluster/<cluster_id>`: every member of a cluster, the center first and then by similarity to it, with
 title, host, in-degree, a snippet of its stored page or document, and how chained the cluster is (its
 least similar member pair)."""
 
@@ -13,10 +13,11 @@ MEMBERS_SHOWN = 20  # each member shown reads its record for the snippet
 TERMS = 10
 
 
-def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str, str]:
-    """The title and body of a cluster's page."""
-    if not (center_id.isascii() and center_id.isdigit()) or len(center_id) > 18:
-        raise NotFound(f"no cluster {center_id!r}: a cluster is named by its center's url_id")
+def render(site: Site, cluster_id: str, query: dict[str, list[str]]) -> tuple[str, str]:
+    """The title and body of a cluster's page, named by its cluster_id (center_id in a folder made before
+    cluster ids): the id that survives runs, so a kept link opens the same cluster after a rerun."""
+    if not (cluster_id.isascii() and cluster_id.isdigit()) or len(cluster_id) > 18:
+        raise NotFound(f"no cluster {cluster_id!r}: a cluster is named by its {site.cluster_key}")
     limit = layout.integer(query, "limit", MEMBERS_SHOWN, 1, layout.MAX_PAGE_SIZE)
     offset = layout.integer(query, "offset", 0, 0, 2**62)
     chaining = (
@@ -26,18 +27,19 @@ def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str
     )
     with connect(site) as con:
         head = con.execute(
-            f"select center, size, {chaining} from clusters where center_id = $id and is_center",
-            {"id": int(center_id)},
+            f"select center_id, center, size, {chaining} from clusters "
+            f"where {site.cluster_key} = $id and is_center",
+            {"id": int(cluster_id)},
         ).fetchall()
         if not head:
-            raise NotFound(f"no cluster {center_id}: no center has this url_id")
-        center, size, least, least_u, least_v, share = head[0]
-        members = con.execute(MEMBERS, {"id": int(center_id), "limit": limit, "offset": offset}).fetchall()
+            raise NotFound(f"no cluster {cluster_id}: no cluster has this {site.cluster_key}")
+        center_id, center, size, least, least_u, least_v, share = head[0]
+        members = con.execute(MEMBERS, {"id": center_id, "limit": limit, "offset": offset}).fetchall()
         words = [
             word
             for (word,) in con.execute(
                 "select word from cluster_labels where center_id = $id and rank <= $n order by rank",
-                {"id": int(center_id), "n": TERMS},
+                {"id": center_id, "n": TERMS},
             ).fetchall()
         ]
     body = [
@@ -58,7 +60,7 @@ def render(site: Site, center_id: str, query: dict[str, list[str]]) -> tuple[str
     body.append(_members_table(site, center, members, offset))
     body.append(
         layout.pager(
-            f"/cluster/{int(center_id)}",
+            f"/cluster/{int(cluster_id)}",
             {"limit": limit if limit != MEMBERS_SHOWN else None},
             offset,
             limit,

@@ -33,7 +33,7 @@ CONDITIONS = {
 # as typed (they are case-sensitive); titles and words ignore case.
 SEARCH = """
 create temp table found_urls as
-select clusters.url_id, clusters.center_id, clusters.size
+select clusters.url_id, clusters.center_id, clusters.{key} as cluster_id, clusters.size
 from clusters
 where contains(clusters.url, $q)
     or clusters.url in (
@@ -63,11 +63,12 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
     chaining = "clusters.min_pair_similarity" if site.has_chaining else "cast(null as double)"
     with connect(site) as con:
         if q:
-            con.execute(SEARCH, {"q": q, "lower": q.lower()}).fetchall()
+            con.execute(SEARCH.format(key=site.cluster_key), {"q": q, "lower": q.lower()}).fetchall()
             con.execute(SEARCHED, {"lower": q.lower()}).fetchall()
         total = con.execute(f"select count(*) from clusters where {where}", params).fetchone()[0]
         rows = con.execute(
-            f"select clusters.center_id, clusters.center, clusters.size, {chaining} from clusters "
+            f"select clusters.center_id, clusters.center, clusters.size, {chaining}, "
+            f"clusters.{site.cluster_key} from clusters "
             f"where {where} order by clusters.size desc, clusters.center_id limit $limit offset $offset",
             params | {"limit": limit, "offset": offset},
         ).fetchall()
@@ -111,9 +112,9 @@ def _labels(con: duckdb.DuckDBPyConnection, center_ids: list[int]) -> dict[int, 
 
 
 def _urls_found(con: duckdb.DuckDBPyConnection) -> list[tuple]:
-    """The first URLS_FOUND URLs the search found, in URL order, with their cluster and title."""
+    """The first URLS_FOUND URLs the search found, in URL order, with their cluster_id, size and title."""
     first = con.execute(
-        "select url_id, center_id, size from found_urls order by url_id limit $n", {"n": URLS_FOUND}
+        "select url_id, cluster_id, size from found_urls order by url_id limit $n", {"n": URLS_FOUND}
     ).fetchall()
     urls = dict(
         con.execute(
@@ -121,9 +122,9 @@ def _urls_found(con: duckdb.DuckDBPyConnection) -> list[tuple]:
             {"ids": [row[0] for row in first]},
         ).fetchall()
     )
-    first = [(urls[url_id], center_id, size) for url_id, center_id, size in first]
+    first = [(urls[url_id], cluster_id, size) for url_id, cluster_id, size in first]
     titles = _titles(con, [url for url, _, _ in first])
-    return [(url, center_id, size, titles.get(url)) for url, center_id, size in first]
+    return [(url, cluster_id, size, titles.get(url)) for url, cluster_id, size in first]
 
 
 def _form(q: str, host: str, fetched: bool, min_size: int) -> str:
@@ -141,12 +142,12 @@ def _clusters_table(
     rows: list[tuple], titles: dict[str, str], labels: dict[int, list[str]], offset: int
 ) -> str:
     lines = []
-    for rank, (center_id, center, size, least) in enumerate(rows, offset + 1):
+    for rank, (center_id, center, size, least, cluster_id) in enumerate(rows, offset + 1):
         title = titles.get(center)
         title_html = f'<span class="title">{esc(title)}</span><br>' if title else ""
         words = " ".join(labels.get(center_id, []))
         lines.append(
-            f'<tr><td class="num">{rank:,}</td><td class="num"><a href="{layout.cluster_page(center_id)}">'
+            f'<tr><td class="num">{rank:,}</td><td class="num"><a href="{layout.cluster_page(cluster_id)}">'
             f"{size:,}</a></td>"
             f'<td class="url">{title_html}<a href="{layout.url_page(center)}">{esc(center)}</a></td>'
             f'<td class="terms">{esc(words)}</td><td class="num">{layout.number(least)}</td></tr>'
@@ -168,9 +169,9 @@ def _found_html(q: str, found: list[tuple]) -> str:
     items = "".join(
         f'<li><a href="{layout.url_page(url)}">{esc(url)}</a>'
         + (f' <span class="title">{esc(title)}</span>' if title else "")
-        + f' <span class="muted">in <a href="{layout.cluster_page(center_id)}">a cluster of {size:,}</a>'
+        + f' <span class="muted">in <a href="{layout.cluster_page(cluster_id)}">a cluster of {size:,}</a>'
         + "</span></li>"
-        for url, center_id, size, title in found
+        for url, cluster_id, size, title in found
     )
     more = f" (the first {URLS_FOUND})" if len(found) == URLS_FOUND else ""
     return f"<h2>URLs holding &ldquo;{esc(q)}&rdquo;{more}</h2><ul>{items}</ul>"

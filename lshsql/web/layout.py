@@ -64,8 +64,9 @@ def url_page(url: str) -> str:
     return href("/url", u=url)
 
 
-def cluster_page(center_id: int) -> str:
-    return href(f"/cluster/{int(center_id)}")
+def cluster_page(cluster_id: int) -> str:
+    """A cluster's page, by its stable cluster_id: a link kept from an earlier run opens the same cluster."""
+    return href(f"/cluster/{int(cluster_id)}")
 
 
 def live_link(url: str) -> str:

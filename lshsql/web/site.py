@@ -19,7 +19,7 @@ from lshsql import manifest, schemas
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
 from lshsql.pipeline import output_path
-from lshsql.tools.explore import open_work
+from lshsql.tools.explore import cluster_key, open_work
 
 # What every page reads: a work folder without them has not finished `lshsql run` (or `dedup`).
 NEEDED = ("urls", "pairs", "clusters")
@@ -33,6 +33,7 @@ class Site:
     resources: db.Resources
     is_dedup: bool
     has_chaining: bool
+    cluster_key: str = "cluster_id"  # the clusters' column a /cluster/ link names them by (cluster_key)
 
 
 def open_site(work: str | Path, resources: db.Resources | None = None) -> Site:
@@ -50,7 +51,8 @@ def open_site(work: str | Path, resources: db.Resources | None = None) -> Site:
     site = Site(work, db.for_work(work, resources), "dedup" in data, False)
     with connect(site) as con:
         columns = {name for (name,) in con.execute("select column_name from (describe clusters)").fetchall()}
-    return Site(site.work, site.resources, site.is_dedup, "min_pair_similarity" in columns)
+        key = cluster_key(con)
+    return Site(site.work, site.resources, site.is_dedup, "min_pair_similarity" in columns, key)
 
 
 @contextmanager

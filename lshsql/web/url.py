@@ -26,12 +26,12 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
     offset = layout.integer(query, "offset", 0, 0, 2**62)
     with connect(site) as con:
         url, url_id = _find(con, query)
-        facts = con.execute(FACTS, {"url": url, "id": url_id}).fetchall()[0]
+        facts = con.execute(FACTS.format(key=site.cluster_key), {"url": url, "id": url_id}).fetchall()[0]
         n_related = con.execute(f"select count(*) from ({PAIRS_OF})", {"id": url_id}).fetchone()[0]
         related = con.execute(RELATED, {"id": url_id, "limit": limit, "offset": offset}).fetchall()
         shared = _shared_terms(con, url_id, [row[1] for row in related])
         anchors = _anchors(con, url)
-    title, fetched, center, center_id, size, in_degree = facts
+    title, fetched, center, cluster_id, size, in_degree = facts
     num_perm = manifest.read(site.work).get("params", {}).get("num_perm")
     body = [
         f"<h1>{esc(title)}</h1>" if title else "",
@@ -43,7 +43,7 @@ def render(site: Site, query: dict[str, list[str]]) -> tuple[str, str]:
         + (
             "its own (no pair)"
             if size == 1
-            else f'<a href="{layout.cluster_page(center_id)}">{size:,} URLs</a>, center '
+            else f'<a href="{layout.cluster_page(cluster_id)}">{size:,} URLs</a>, center '
             f'<a href="{layout.url_page(center)}">{esc(center)}</a>'
         )
         + "</dd>"
@@ -169,7 +169,7 @@ select
     (select arg_max(title, record_id) from pages where url = $url and skip_reason is null) as title,
     exists (select 1 from pages where url = $url and skip_reason is null) as fetched,
     clusters.center,
-    clusters.center_id,
+    clusters.{key},
     clusters.size,
     (select count(*) from links where target_url = $url) as in_degree
 from clusters

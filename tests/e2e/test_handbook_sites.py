@@ -30,15 +30,17 @@ def test_handbook_labels_members_and_aliases(tmp_path):
     pipeline.run(tmp_path, Params(), resources=RESOURCES)
     used = {p["url"] for p in pages if p["skip_reason"] is None}
     fetched_in: dict[int, int] = {}
+    cluster_ids = {}
     for c in pq.read_table(tmp_path / "clusters.parquet").to_pylist():
         fetched_in[c["center_id"]] = fetched_in.get(c["center_id"], 0) + (c["url"] in used)
+        cluster_ids[c["center_id"]] = c["cluster_id"]
     center_id = max(fetched_in, key=lambda c: (fetched_in[c], -c))  # the cluster of the most crawled pages
     biggest = {"center_id": center_id}
     assert fetched_in[center_id] >= 10  # translations of one page
     words = cluster_labels(tmp_path, [biggest["center_id"]])[biggest["center_id"]]
     surface = {row["word"] for row in pq.read_table(tmp_path / "surface_forms.parquet").to_pylist()}
     assert words and set(words) <= surface  # words read in the crawl, not stems
-    members = cluster_members(tmp_path, biggest["center_id"])
+    members = cluster_members(tmp_path, cluster_ids[center_id])  # show takes the cluster_id
     fetched = members.to_pylist()
     fetched = [m for m in fetched if m["fetched"]]
     assert len(fetched) >= 10 and all(m["title"] and m["source_offset"] >= 0 for m in fetched)

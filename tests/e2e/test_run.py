@@ -201,6 +201,7 @@ def test_run_from_the_cli_prints_what_it_found(example_run, tmp_path, cli):
     work = copy_work(example_run, tmp_path / "w")
     clusters = cli("clusters", "--work", str(work), "--limit", "3").stdout
     assert clusters.splitlines()[0].split() == [
+        "cluster_id",
         "size",
         "pair_share",
         "min_pair_similarity",

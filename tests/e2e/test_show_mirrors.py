@@ -7,6 +7,7 @@ import json
 import shutil
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from lshsql.engines import duckdb as db
@@ -143,9 +144,10 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
     rows = json_rows(
         ok("show", "http://b.example/apples.html", "--work", str(work), "--format", "json").stdout
     )
-    center_id = rows[0]["center_id"]
+    cluster_id, center_id = rows[0]["cluster_id"], rows[0]["center_id"]
     assert rows == [
         {
+            "cluster_id": cluster_id,
             "center_id": center_id,
             "size": 2,
             "url": host + "/apples.html",
@@ -158,9 +160,9 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
         }
         for host in HOSTS
     ]
-    # the cluster by its center_id, in a table with a heading line
-    table = ok("show", str(center_id), "--work", str(work)).stdout.splitlines()
-    assert table[0] == f"cluster {center_id}: 2 URLs, center http://a.example/apples.html"
+    # the cluster by its cluster_id, in a table with a heading line
+    table = ok("show", str(cluster_id), "--work", str(work)).stdout.splitlines()
+    assert table[0] == f"cluster {cluster_id}: 2 URLs, center http://a.example/apples.html"
     assert table[1].startswith("pair_share 1.000: 1 of its 1 member pairs are pairs; least similar pair ")
     assert table[1].endswith(": http://a.example/apples.html http://b.example/apples.html")
     assert table[2].split() == [
@@ -175,7 +177,7 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
     assert "Apple varieties" in table[4] and str(offsets["http://a.example/apples.html"]) in table[4]
     # a member that was only linked to
     [durian, _] = cluster_members(work, "http://a.example/durian.html").to_pylist()
-    assert list(durian.values())[2:] == [
+    assert list(durian.values())[3:] == [
         "http://a.example/durian.html",
         True,
         False,
@@ -184,7 +186,92 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
         None,
         None,
     ]
-    assert cluster_members(work, center_id, limit=1).num_rows == 1
+    assert cluster_members(work, cluster_id, limit=1).num_rows == 1
+
+
+def clusters_of(work) -> dict[int, tuple[int, list[str]]]:
+    """{cluster_id: (center_id, members in URL order)} of a work folder's clusters.parquet."""
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select cluster_id, any_value(center_id), list(url order by url) from read_parquet($p) "
+            "group by cluster_id",
+            {"p": str(work / "clusters.parquet")},
+        ).fetchall()
+    return {cluster_id: (center_id, members) for cluster_id, center_id, members in rows}
+
+
+@pytest.fixture(scope="module")
+def grown(mirrored, tmp_path_factory):
+    """The mirrored folder rerun with a crawl of 0.example added: its URLs sort first, so every url_id and
+    center_id of the earlier clusters shifts, while their cluster_ids are kept."""
+    crawl, work = mirrored
+    tmp = tmp_path_factory.mktemp("grown")
+    page = "<title>Kites</title><p>kites</p>"
+    home = f"<title>Kite shop</title><p>{FILLER} <a href='/kites.html'>kite string reel</a> {FILLER} "
+    home += f"<a href='/kites-old.html'>kite string reel</a> {FILLER}</p>"
+    added = write_warc(
+        tmp / "added.warc.gz",
+        [
+            html_response("http://0.example/", home),
+            html_response("http://0.example/kites.html", page),
+            html_response("http://0.example/kites-old.html", page),
+        ],
+    )
+    rerun = shutil.copytree(work, tmp / "work")
+    ok("run", str(crawl), str(added), "--work", str(rerun), "--quiet", "--threads", "2")
+    return clusters_of(work), rerun
+
+
+def test_show_takes_a_cluster_id_that_a_rerun_kept_never_a_shifted_center_id(grown):
+    before, work = grown
+    after = clusters_of(work)
+    apples = next(i for i, (_, members) in before.items() if "http://a.example/apples.html" in members)
+    assert after[apples][1] == before[apples][1]  # kept its id and members
+    old_center, new_center = before[apples][0], after[apples][0]
+    assert new_center != old_center  # the added URLs shifted it
+    rows = json_rows(ok("show", str(apples), "--work", str(work), "--format", "json").stdout)
+    assert [(r["cluster_id"], r["center_id"], r["url"]) for r in rows] == [
+        (apples, new_center, url) for url in after[apples][1]
+    ]
+    heading = ok("show", str(apples), "--work", str(work)).stdout.splitlines()[0]
+    assert heading == f"cluster {apples}: 2 URLs, center http://a.example/apples.html"
+    # its center_id now is another kept cluster's id: the added URLs shifted a.example's center_ids
+    assert new_center in after and new_center != apples
+    shown = json_rows(ok("show", str(new_center), "--work", str(work), "--format", "json").stdout)
+    assert [r["url"] for r in shown] == after[new_center][1] != after[apples][1]
+    not_ids = [center for center, _ in after.values() if center not in after]
+    assert not_ids  # a folder where some center_id is no cluster_id: it is refused, in one line
+    message = error("show", str(not_ids[0]), "--work", str(work))
+    assert message == (
+        f"lshsql: error: {not_ids[0]}: no such cluster (give a cluster_id or a member's URL of the "
+        "clusters table)\n"
+    )
+
+
+def test_the_ids_diff_lists_are_the_ids_show_takes(grown):
+    before, work = grown
+    changed = json_rows(ok("diff", "--work", str(work), "--format", "json").stdout)
+    [added] = [row for row in changed if row["event"] == "new"]  # the kite pages, and the shops' homes
+    assert added["cluster_id"] not in before
+    shown = json_rows(ok("show", str(added["cluster_id"]), "--work", str(work), "--format", "json").stdout)
+    assert {r["url"] for r in shown} == set(clusters_of(work)[added["cluster_id"]][1])
+    earlier = {url for _, members in before.values() for url in members}
+    assert len(shown) == added["size_after"] >= 2 and not earlier & {r["url"] for r in shown}
+
+
+def test_a_folder_made_before_cluster_ids_is_shown_by_center_id(mirrored, tmp_path):
+    _, work = mirrored
+    old = shutil.copytree(work, tmp_path / "old")
+    clusters = pq.read_table(old / "clusters.parquet")
+    pq.write_table(clusters.drop_columns(["cluster_id"]), old / "clusters.parquet")
+    center_id = clusters_of(work)[1][0]
+    rows = json_rows(ok("show", str(center_id), "--work", str(old), "--format", "json").stdout)
+    assert {r["cluster_id"] for r in rows} == {center_id} == {r["center_id"] for r in rows}
+    message = error("show", "987654", "--work", str(old))
+    assert "987654: no such cluster (give a center_id or a member's URL" in message
+    listed = json_rows(ok("clusters", "--work", str(old), "--format", "json").stdout)
+    centers = {row["center"]: row["center_id"] for row in clusters.to_pylist()}
+    assert listed and all(row["cluster_id"] == centers[row["center"]] for row in listed)
 
 
 def test_show_html_prints_the_page_exactly_as_written(mirrored):
@@ -310,22 +397,23 @@ def test_show_on_the_shared_crawl_reads_back_every_fetched_member(tmp_path):
     extract([str(crawl)], work, ExtractParams(), RESOURCES)
     run(work, Params(), resources=RESOURCES)
     with duckdb.connect() as con:  # the largest cluster with a fetched member
-        [(center_id,)] = con.execute(
-            "select clusters.center_id from read_parquet($c) as clusters "
+        [(cluster_id,)] = con.execute(
+            "select any_value(clusters.cluster_id) from read_parquet($c) as clusters "
             "semi join (select url from read_parquet($p) where skip_reason is null) as used using (url) "
             "group by clusters.center_id order by max(clusters.size) desc, clusters.center_id limit 1",
             {"c": str(work / "clusters.parquet"), "p": str(work / "pages.parquet")},
         ).fetchall()
-    members = json_rows(ok("show", str(center_id), "--work", str(work), "--format", "json").stdout)
+    members = json_rows(ok("show", str(cluster_id), "--work", str(work), "--format", "json").stdout)
     assert len(members) == members[0]["size"] >= 2
     fetched = [m for m in members if m["fetched"]]
     assert fetched and all(m["source_file"] == str(crawl) and m["source_offset"] >= 0 for m in fetched)
     for member in fetched:
-        html = stored_html(work, member["url"], center_id)
+        html = stored_html(work, member["url"], cluster_id)
         # parsed again, the HTML read back gives the title extraction stored
         assert (
             anchors.parse_page(html.encode("utf-8"), member["url"], "text/html; charset=utf-8").title
             == (member["title"])
         )
     first = fetched[0]["url"]
-    assert ok("show", str(center_id), "--work", str(work), "--html", first).stdout == stored_html(work, first)
+    shown = ok("show", str(cluster_id), "--work", str(work), "--html", first).stdout
+    assert shown == stored_html(work, first)

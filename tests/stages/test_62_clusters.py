@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from itertools import combinations
 
+import duckdb
 import pytest
 
 from lshsql import schemas
@@ -105,8 +106,13 @@ def test_clusters_prints_the_figures_and_sorts_chains_first(chain_work, lshsql_c
     assert centers("--sort", "pair_share") == [by_size[i] for i in (1, 0, 2, 3)]  # ties: largest first
     assert centers("--sort", "min_pair_similarity") == [by_size[i] for i in (1, 2, 0, 3)]
     table = lshsql_command("clusters", "--work", str(chain_work), "--limit", "1").stdout.splitlines()
-    assert table[0].split()[:3] == ["size", "pair_share", "min_pair_similarity"]
-    assert table[2].split()[:3] == ["5", "1.0", "1.0"]
+    assert table[0].split()[:4] == ["cluster_id", "size", "pair_share", "min_pair_similarity"]
+    with duckdb.connect() as con:  # the id `show` takes: the largest cluster's, not its center's url_id
+        [(cluster_id,)] = con.execute(
+            "select cluster_id from read_parquet($p) where is_center order by size desc limit 1",
+            {"p": str(chain_work / "clusters.parquet")},
+        ).fetchall()
+    assert table[2].split()[:4] == [str(cluster_id), "5", "1.0", "1.0"]
     refused = lshsql_command("clusters", "--work", str(chain_work), "--sort", "chain")
     assert refused.returncode == 2 and refused.stderr.strip() == (
         "lshsql: error: sort must be size, pair_share or min_pair_similarity, got 'chain'"
@@ -117,10 +123,11 @@ def test_show_prints_the_share_and_the_least_similar_pair(chain_work, lshsql_com
     result = lshsql_command("show", url(3), "--work", str(chain_work))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
+    # a first run numbers its clusters 1, 2, ... in center order: 01, 05, 08, 09
     assert lines[0] == f"cluster 1: 4 URLs, center {url(1)}"
     assert (
         lines[1]
         == f"pair_share 0.500: 3 of its 6 member pairs are pairs; least similar pair 0.500: {url(2)} {url(3)}"
     )
     single = lshsql_command("show", url(8), "--work", str(chain_work)).stdout.splitlines()
-    assert single[0] == f"cluster 8: 1 URLs, center {url(8)}" and single[1].startswith("url ")
+    assert single[0] == f"cluster 3: 1 URLs, center {url(8)}" and single[1].startswith("url ")

@@ -14,14 +14,12 @@ from tests.conftest import run_stage, write_table
 
 LN2, LN3, LN6 = math.log(2), math.log(3), math.log(6)
 
-# N = 6 URLs. Clusters: {1, 2} (center 1), {3, 4, 5} (center 3) and the singleton {6}.
+# N = 6 URLs. Clusters: {1, 2} (center 1, cluster_id 20), {3, 4, 5} (center 3, cluster_id 10) and the
+# singleton {6} (cluster_id 30).
+CLUSTER_IDS = {1: 20, 3: 10, 6: 30}
 CLUSTERS = [
-    {"url_id": 1, "center_id": 1},
-    {"url_id": 2, "center_id": 1},
-    {"url_id": 3, "center_id": 3},
-    {"url_id": 4, "center_id": 3},
-    {"url_id": 5, "center_id": 3},
-    {"url_id": 6, "center_id": 6},
+    {"url_id": u, "center_id": c, "cluster_id": CLUSTER_IDS[c]}
+    for u, c in ((1, 1), (2, 1), (3, 3), (4, 3), (5, 3), (6, 6))
 ]
 TERMS = {11: "alpha", 12: "beta", 13: "gamma", 14: "configur", 15: "zeta", 16: "every"}
 DF = {11: 2, 12: 2, 13: 3, 14: 3, 15: 1, 16: 6}  # every is in all 6 URLs: idf 0
@@ -81,6 +79,11 @@ def test_top_terms_by_summed_tfidf_with_their_most_frequent_word(tmp_path):
     assert_rows(label_rows(tmp_path), EXPECTED)
 
 
+def test_each_row_carries_the_clusters_stable_id(tmp_path):
+    rows = run_stage(tmp_path, "cluster_labels", Params(), TABLES)
+    assert {(r["center_id"], r["cluster_id"]) for r in rows} == {(1, 20), (3, 10)}
+
+
 def test_without_surface_forms_the_term_is_its_own_word(tmp_path):
     assert not (tmp_path / "surface_forms.parquet").exists()  # a user's bags: the runner makes it empty
     found = label_rows(tmp_path)
@@ -102,6 +105,7 @@ def test_output_types_are_the_documented_ones(tmp_path):
         ).fetchall()
     assert described == [
         ("center_id", "BIGINT"),
+        ("cluster_id", "BIGINT"),
         ("rank", "INTEGER"),
         ("term", "VARCHAR"),
         ("word", "VARCHAR"),
@@ -111,16 +115,20 @@ def test_output_types_are_the_documented_ones(tmp_path):
 
 def test_a_cut_is_labelled_by_the_same_file(tmp_path):
     """labels.write: any flat clustering file (here the clusters with 2 and 3 merged into one cluster of
-    five) labelled from the folder's bags, terms, urls and surface forms."""
+    five, in a cut made before cluster ids: its center_id stands for the id) labelled from the folder's
+    bags, terms, urls and surface forms."""
     label_rows(tmp_path)  # writes the tables
     write_table(tmp_path / "surface_forms.parquet", SURFACE_FORMS)
-    merged = [{**row, "center_id": 1 if row["url_id"] <= 5 else 6} for row in CLUSTERS]
+    merged = [{"url_id": row["url_id"], "center_id": 1 if row["url_id"] <= 5 else 6} for row in CLUSTERS]
     cut = write_table(tmp_path / "cut.parquet", merged)
     resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=str(tmp_path / "tmp"))
     with db.connect(resources) as con:
         rows = labels.write(con, tmp_path, cut, tmp_path / "cut_labels.parquet", "cut_labels")
-        found = con.execute("select * from read_parquet($p)", {"p": str(tmp_path / "cut_labels.parquet")})
-        found = found.fetchall()
+        found = con.execute(
+            "select center_id, rank, term, word, weight, cluster_id from read_parquet($p)",
+            {"p": str(tmp_path / "cut_labels.parquet")},
+        ).fetchall()
+    assert {row[-1] for row in found} == {1}
     # alpha = beta 2 ln 3 (2.197) > configur = gamma 3 ln 2 (2.079; an exact tie, summed as decimals: by
     # term) > zeta ln 6 (1.792); the singleton 6 still gets none
     assert rows == 5
