@@ -216,6 +216,8 @@ def _extract(
     on_spark = _on_spark(engine)
     sources = resolve_sources(crawl, params.base_url)
     resources = db.for_work(work, resources)
+    # the inputs before they are read: a file that grows while it is parsed is read again next time
+    recorded = {"fingerprint": fingerprint(sources, params), "files": input_files(sources)}
     keys = [parsed.file_key(source, _parse_options(params)) for source in sources]
     kept = {} if force else parsed.whole_entries(work, keys)
     todo = [(file_no, source) for file_no, source in enumerate(sources) if file_no not in kept]
@@ -242,7 +244,7 @@ def _extract(
             files_reused=len(kept),
         )
         require_usable(summary, "HTML page", partial(documents_hint, sources))
-        _record(work, staged, sources, params, summary)
+        _record(work, staged, recorded, params, summary)
     parsed.prune(work, {key for key in keys if key})
     return summary
 
@@ -434,8 +436,10 @@ def documents_hint(sources: list[Source]) -> str | None:
 
 
 def fingerprint(sources: list[Source], params: ExtractParams) -> str:
-    """What the extract output depends on: the parameters and each input's path, size and mtime."""
-    data = {"params": params.to_json(), "inputs": input_files(sources)}
+    """What the extract output depends on: the parameters and each input's path, size, mtime and the
+    xxh3 of its first and last MiB (parsed.content_edges: the same rule as a kept parsed input's)."""
+    edges = [parsed.content_edges(source) for source in sources]
+    data = {"params": params.to_json(), "inputs": input_files(sources), "edges": edges}
     return manifest.fingerprint(data)
 
 
@@ -458,13 +462,12 @@ def extract_if_changed(
         return extract(crawl, work, params, resources, progress, **engine_options, force=force)
 
 
-def _record(
-    work: Path, staged: Path, sources: list[Source], params: ExtractParams, summary: ExtractSummary
-) -> None:
-    """Switch the staged tables in and record the manifest's extract entry (with every file's size)."""
+def _record(work: Path, staged: Path, recorded: dict, params: ExtractParams, summary: ExtractSummary) -> None:
+    """Switch the staged tables in and record the manifest's extract entry: the fingerprint and every
+    file's size as they were before the extraction read them (`recorded`)."""
     entry = {
-        "fingerprint": fingerprint(sources, params),
+        "fingerprint": recorded["fingerprint"],
         "params": params.to_json(),
         "extra_stopword_words": sorted(params.extra_stopwords),  # params keep a digest; run reuses them
     }
-    publish(work, staged, workdir.EXTRACT_TABLES, entry, input_files(sources), summary)
+    publish(work, staged, workdir.EXTRACT_TABLES, entry, recorded["files"], summary)

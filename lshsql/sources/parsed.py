@@ -55,6 +55,17 @@ def file_key(source: Source, params: dict) -> str | None:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def content_edges(source: Source) -> str | None:
+    """The xxh3 of a file's first and last MiB (None for a folder of pages or a file that cannot be read):
+    with its size and mtime, what tells a rewritten file from the one extracted."""
+    if source.kind == "htmldir":
+        return None
+    try:
+        return _edges(Path(source.path), Path(source.path).stat().st_size)
+    except OSError:
+        return None
+
+
 def _edges(path: Path, size: int) -> str:
     digest = xxhash.xxh3_64()
     with open(path, "rb") as f:

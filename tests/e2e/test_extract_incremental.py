@@ -20,7 +20,7 @@ from lshsql import manifest, workdir
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
 from lshsql.sources import parsed
-from lshsql.sources.extract import ExtractParams, extract
+from lshsql.sources.extract import ExtractParams, extract, extract_if_changed
 from tests.conftest import html_response, write_warc
 from tests.e2e.test_work_folder import descendants
 
@@ -125,6 +125,46 @@ def test_a_file_rewritten_with_the_same_size_and_time_is_parsed_again(tmp_path):
     assert (again.files_parsed, again.files_reused) == (1, 0)
     assert tables(work) == from_scratch([str(path)], tmp_path)
     assert "grape 0" in {p["title"] for p in pq.read_table(work / "pages.parquet").to_pylist()}
+
+
+def test_run_sees_a_file_rewritten_with_the_same_size_and_time(tmp_path):
+    """`run` decides by the folder's fingerprint whether to extract at all: the same rule as the entries'."""
+    path = write_warc(tmp_path / "c.warc", site("a.example", "apple"), compress=False)
+    work = tmp_path / "w"
+    resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))
+    assert extract_if_changed([str(path)], work, PARAMS, resources) is not None
+    assert extract_if_changed([str(path)], work, PARAMS, resources) is None  # up to date
+    stat = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"apple", b"grape"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = extract_if_changed([str(path)], work, PARAMS, resources)
+    assert again is not None and (again.files_parsed, again.files_reused) == (1, 0)
+    assert "grape 0" in {p["title"] for p in pq.read_table(work / "pages.parquet").to_pylist()}
+
+
+def test_a_file_that_grows_while_it_is_parsed_is_read_again_next_time(crawls, tmp_path, monkeypatch):
+    """A crawler appending to a WARC while lshsql reads it: the folder records the file as it was before
+    it was read, so the next run extracts again and gets the appended pages."""
+    from lshsql.sources import extract as extract_module
+
+    parse_all = extract_module._parse_all
+    grown = Path(crawls["a"])
+
+    def parse_then_grow(*args, **kwargs):
+        n = parse_all(*args, **kwargs)
+        grown.write_bytes(grown.read_bytes() + Path(crawls["b"]).read_bytes())  # gzip members concatenate
+        return n
+
+    work = tmp_path / "w"
+    resources = db.Resources(memory_limit="1GB", threads=1, temp_directory=str(work / "tmp"))
+    monkeypatch.setattr(extract_module, "_parse_all", parse_then_grow)
+    extract_if_changed([crawls["a"]], work, PARAMS, resources)
+    monkeypatch.setattr(extract_module, "_parse_all", parse_all)
+    assert not (work / parsed.PARSED).exists() or not any((work / parsed.PARSED).iterdir())
+    again = extract_if_changed([crawls["a"]], work, PARAMS, resources)
+    assert again is not None and again.files_parsed == 1
+    assert tables(work) == from_scratch([crawls["a"]], tmp_path)
+    assert "banana 0" in {p["title"] for p in pq.read_table(work / "pages.parquet").to_pylist()}
 
 
 def test_a_removed_input_has_its_rows_removed(crawls, tmp_path):
