@@ -38,10 +38,14 @@ HISTORY_SELECT = (
 )
 
 
-def number(engine: Engine, previous: Path, history: Path | None = None, run: int = 2**62) -> None:
+def number(
+    engine: Engine, previous: Path, history: Path | None = None, run: int = 2**62, given: int = 0
+) -> int:
     """Make the table cluster_ids from the view `members(url, center_id)` and the earlier clusters in the
-    file `previous` (none when it is missing or unreadable); fresh ids start above every id in it and in
-    the history file's runs before `run` (a dead run's are given again, as it is)."""
+    file `previous` (none when it is missing or unreadable); fresh ids start above `given` (the largest id
+    the folder's finished runs gave out, kept in the manifest: an id that ended unrecorded, a URL alone
+    that joined a cluster, is never given again), every id in `previous` and in the history file's runs
+    before `run` (a dead run's are given again, as it is). Returns the largest id given out now."""
     id_column = _id_column(previous)
     if id_column:
         engine.register({"previous_clusters_file": str(previous)})
@@ -50,11 +54,17 @@ def number(engine: Engine, previous: Path, history: Path | None = None, run: int
         engine.view("previous_clusters", _no_rows({"url": "varchar", "cluster_id": "bigint"}))
     _register_history(engine, history)
     last_id = engine.scalar(
-        "select greatest((select coalesce(max(cluster_id), 0) from previous_clusters), "
+        "select greatest(cast($given as bigint), "
+        "(select coalesce(max(cluster_id), 0) from previous_clusters), "
         "(select coalesce(max(cluster_id), 0) from previous_history where run < $run))",
-        {"run": run},
+        {"run": run, "given": int(given)},
     )
     engine.to_table(sqlfiles.load(MATCH_SQL), {"last_id": int(last_id)}, "cluster_ids")
+    return int(
+        engine.scalar(
+            "select greatest($last, coalesce(max(cluster_id), 0)) from cluster_ids", {"last": int(last_id)}
+        )
+    )
 
 
 def record_history(engine: Engine, work: Path, run: int) -> int:

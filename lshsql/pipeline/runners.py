@@ -393,9 +393,11 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     rounds = center(engine) if params.clustering == "center" else components(engine)
     out = output_path(work, stage.name)
     history = work / cluster_ids.HISTORY
-    run = cluster_ids.next_run(manifest.read(work)["stages"], history)
+    recorded = manifest.read(work)["stages"]
+    run = cluster_ids.next_run(recorded, history)
     engine.view("members", cluster_ids.CLUSTER_MEMBERS)
-    cluster_ids.number(engine, out, history, run)
+    given = recorded.get("clusters", {}).get("last_id", 0)
+    last_id = cluster_ids.number(engine, out, history, run, given)
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)
@@ -424,6 +426,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
         "singletons": stats[2],
         "run": run,
         "history_rows": history_rows,
+        "last_id": last_id,  # the largest cluster id given out in this folder (cluster_ids.number)
         COMPILED: compiled,
     }
 

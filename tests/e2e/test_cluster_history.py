@@ -99,3 +99,27 @@ def test_most_urls_keep_their_cluster_id_when_an_unrelated_site_is_added(tmp_pat
     assert kept_share(work / "first.parquet", work / "clusters.parquet") >= 0.95
     counts = change_counts(work)
     assert counts["new"] > 0 and counts["gone"] == 0  # the handbook's clusters; no URL of the example left
+
+
+def test_an_id_that_ended_unrecorded_is_never_given_again(tmp_path):
+    """d, alone in run 1 with the largest id, joins {a, b} in run 2: a URL alone has no history row, so its
+    id ends unrecorded; the new cluster {e, f} of run 3 must not take it (a saved link to it would open an
+    unrelated cluster)."""
+    from tests.conftest import write_table
+
+    def bags(named: dict[str, str]) -> Path:
+        path = tmp_path / f"bags{len(list(tmp_path.glob('bags*')))}.parquet"
+        rows = [{"url": u, "term": f"{word}{i}"} for u, word in named.items() for i in range(10)]
+        return write_table(path, rows)
+
+    params = Params(weighting="none", threshold=0.5)
+    work = tmp_path / "w"
+
+    def ids(named: dict[str, str]) -> dict[str, int]:
+        run(work, params, bags=bags(named), resources=RESOURCES)
+        return {r["url"]: r["cluster_id"] for r in pq.read_table(work / "clusters.parquet").to_pylist()}
+
+    assert ids({"a": "x", "b": "x", "c": "y", "d": "z"}) == {"a": 1, "b": 1, "c": 2, "d": 3}
+    assert ids({"a": "x", "b": "x", "c": "y", "d": "x"}) == {"a": 1, "b": 1, "c": 2, "d": 1}
+    third = ids({"a": "x", "b": "x", "c": "y", "d": "x", "e": "w", "f": "w"})
+    assert third["e"] == third["f"] == 4
