@@ -70,12 +70,14 @@ def number(
 def record_history(engine: Engine, work: Path, run: int) -> int:
     """Rewrite DIR/cluster_history.parquet as its rows of runs before `run` and this run's changes (from
     the table cluster_ids), under a temporary name then renamed: never half-written. A run that died before
-    the manifest recorded it has its rows replaced when it runs again; a run that changed nothing leaves
-    the file as it is (and the rows of one that died after renaming its clusters into place). Returns
-    this run's rows."""
+    the manifest recorded it has its rows replaced (or removed) when it runs again; a run that changed
+    nothing leaves the file as it is (and the rows of one that died after renaming its clusters into
+    place). Returns this run's rows."""
     out = work / HISTORY
     rows = int(engine.scalar(f"select count(*) from cluster_ids where {RECORDED}"))
-    if out.exists() and not rows:
+    # rows of this run number in the file are a dead run's, whose clusters never took the place of the old
+    stale = int(engine.scalar("select count(*) from previous_history where run >= $run", {"run": run}))
+    if out.exists() and not rows and not stale:
         return 0
     fresh = work / "tmp" / HISTORY
     fresh.parent.mkdir(parents=True, exist_ok=True)

@@ -198,3 +198,20 @@ def test_a_run_that_died_before_its_clusters_were_renamed_is_recorded_once(tmp_p
     run_stage(tmp_path, "clusters", params, split, PAIR_SCHEMA)
     assert pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist() == history
     assert [(r["run"], r["event"]) for r in history if r["run"] == 2] == [(2, "shrank"), (2, "split")]
+
+
+def test_a_dead_runs_rows_go_when_its_rerun_changes_nothing(tmp_path):
+    """Run 2 wrote its history, then died before its clusters took the old ones' place; its rerun (the
+    input put back as it was) finds every cluster unchanged: the dead run's rows must not stay behind."""
+    params = Params(clustering="components")
+    run_stage(tmp_path, "clusters", params, TABLES, PAIR_SCHEMA)
+    manifest.record_stage(tmp_path, "clusters", {"run": 1})
+    first = (tmp_path / "clusters.parquet").read_bytes()
+    history = pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist()
+    split = {"pairs": pair_rows_with([p for p in pair_rows_of(TABLES) if p != (2, 3)])}
+    run_stage(tmp_path, "clusters", params, split, PAIR_SCHEMA)
+    assert {r["run"] for r in pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist()} == {1, 2}
+    (tmp_path / "clusters.parquet").write_bytes(first)  # as if the rename had not happened
+    run_stage(tmp_path, "clusters", params, TABLES, PAIR_SCHEMA)
+    assert (tmp_path / "clusters.parquet").read_bytes() == first
+    assert pq.read_table(tmp_path / cluster_ids.HISTORY).to_pylist() == history
