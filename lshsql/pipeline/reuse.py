@@ -63,6 +63,7 @@ def key(name: str, params: Params) -> str:
             "digest": DIGEST_FORM,
             "versions": manifest.versions(),
             "params": {f: getattr(params, f) for stage in stages for f in stage.fields},
+            "min_agree": params.min_agree,  # derived in code (params.py), not only from the fields
             "sql": hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest(),
         }
     )

@@ -164,6 +164,22 @@ def test_another_version_refuses_reuse(tmp_path):
     assert "other parameters or versions" in summary.stages["signatures"]["reuse"]["refused"]
 
 
+def test_a_verify_cut_changed_in_code_refuses_reuse_of_pairs(tmp_path, monkeypatch):
+    """min_agree is derived in code (params.py), not only from the options: a change to its rule (here
+    oph's spread) must not keep pairs the old cut made."""
+    from lshsql import params as params_module
+
+    rng = random.Random(5)
+    before = random_bags(rng, 60)
+    work = tmp_path / "w"
+    oph = replace(PARAMS, sketch="oph")
+    run(work, oph, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    monkeypatch.setattr(params_module, "OPH_SPREAD", 1.0)
+    after, _ = grown(rng, before, n_new=5, n_changed=2, n_removed=1)
+    summary = run(work, oph, bags=write_bags(tmp_path / "after.parquet", after), resources=RESOURCES)
+    assert "other parameters or versions" in summary.stages["pairs"]["reuse"]["refused"]
+
+
 def test_force_reuses_nothing(tmp_path):
     rng = random.Random(8)
     before = random_bags(rng, 60)
