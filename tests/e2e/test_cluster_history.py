@@ -123,3 +123,20 @@ def test_an_id_that_ended_unrecorded_is_never_given_again(tmp_path):
     assert ids({"a": "x", "b": "x", "c": "y", "d": "x"}) == {"a": 1, "b": 1, "c": 2, "d": 1}
     third = ids({"a": "x", "b": "x", "c": "y", "d": "x", "e": "w", "f": "w"})
     assert third["e"] == third["f"] == 4
+
+
+def test_show_says_how_an_id_that_ended_ended(tmp_path):
+    from lshsql.errors import InputError
+    from lshsql.tools.show import cluster_members
+    from tests.conftest import write_table
+
+    params, work = Params(weighting="none", threshold=0.5), tmp_path / "w"
+    for n, named in enumerate(({"a": "x", "b": "x", "c": "y", "d": "y"}, dict.fromkeys("abcd", "x"))):
+        rows = [{"url": u, "term": f"{word}{i}"} for u, word in named.items() for i in range(10)]
+        run(work, params, bags=write_table(tmp_path / f"b{n}.parquet", rows), resources=RESOURCES)
+    assert {r["cluster_id"] for r in pq.read_table(work / "clusters.parquet").to_pylist()} == {1}
+    assert cluster_members(work, 1).num_rows == 4
+    with pytest.raises(InputError, match=r"^2: merged into cluster 1 in run 2 \(lshsql diff"):
+        cluster_members(work, 2)
+    with pytest.raises(InputError, match=r"^7: no such cluster"):
+        cluster_members(work, 7)
