@@ -384,7 +384,7 @@ BLOCKED = ("candidates", "signatures", "bags")  # the pairs stage's inputs that 
 
 def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """CENTER or components over the pairs, then stable ids matched to the clusters this run replaces
-    (lshsql/pipeline/cluster_ids.py): the history is written before the new file is renamed into place."""
+    (lshsql/lsh/cluster_ids.py): the history is written before the new file is renamed into place."""
     register(engine, work, stage.reads)
     engine.table(
         "edges",
@@ -410,7 +410,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
             f"assignments(node, center) is the result of {rounds} rounds of sql/{round_file} over the pairs, "
             "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",
             f"cluster_ids(center_id, cluster_id) is sql/{cluster_ids.MATCH_SQL} over these clusters and the "
-            "clusters.parquet this run replaced (lshsql/pipeline/cluster_ids.py).",
+            "clusters.parquet this run replaced (lshsql/lsh/cluster_ids.py).",
         ),
     )
     stats = row_of_output(
