@@ -270,6 +270,45 @@ def test_a_cluster_link_kept_from_a_run_opens_the_same_cluster_after_a_rerun(
     assert status == 404 or members_shown(old) != members
 
 
+def test_a_link_to_a_cluster_that_merged_opens_the_cluster_holding_its_pages(tmp_path, serving):
+    """Run 1: {a,b} 1, {c,d} 2, {e..i} 3; run 2: {c,d} joins {a,b} (2 merged into 1); run 3: {a..d} joins
+    {e..i} (1 merged into 3); run 4: only j and k (3 gone). A saved link follows the merges."""
+    from lshsql.tools.show import cluster_members as explore_show
+    from tests.conftest import write_table
+
+    work, params = tmp_path / "w", Params(weighting="none", threshold=0.5)
+    runs = (
+        {"a": "x", "b": "x", "c": "y", "d": "y", **dict.fromkeys("efghi", "z")},
+        {**dict.fromkeys("abcd", "x"), **dict.fromkeys("efghi", "z")},
+        dict.fromkeys("abcdefghi", "z"),
+        dict.fromkeys("jk", "w"),
+    )
+    bodies = []
+    for n, named in enumerate(runs):
+        rows = [{"url": u, "term": f"{word}{i}"} for u, word in named.items() for i in range(10)]
+        run(work, params, bags=write_table(tmp_path / f"b{n}.parquet", rows), resources=one_thread(tmp_path))
+        if n == 2:
+            base = serving(work)
+            bodies = [get(base, f"/cluster/{i}") for i in (1, 2, 3)]
+            with pytest.raises(InputError, match=r"^2: merged into cluster 1 in run 2, now cluster 3 \("):
+                explore_show(work, 2)
+    for status, body, _ in bodies:  # all three open the cluster of the nine URLs, cluster 3
+        assert status == 200 and members_shown(body) == list("abcdefghi") and "Cluster of 9" in body
+    assert "Cluster 2 merged into cluster 1 in run 2, which is now cluster 3: this is cluster 3." in (
+        html.unescape(bodies[1][1])
+    )
+    assert "Cluster 1 merged into cluster 3 in run 3: this is cluster 3." in html.unescape(bodies[0][1])
+    assert 'class="notice"' not in bodies[2][1]
+    base = serving(work)  # after run 4, whose URLs are others
+    said = {}
+    for cluster_id in (1, 2, 3):
+        status, body, _ = get(base, f"/cluster/{cluster_id}")
+        assert status == 404 and "Traceback" not in body
+        said[cluster_id] = re.findall(r'class="error">([^<]*)<', body)[0]
+    assert html.unescape(said[1]) == "no cluster 1: merged into cluster 3 in run 3, which ended since"
+    assert html.unescape(said[3]) == "no cluster 3: it ended in run 4; none of its members is in one now"
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory, serving) -> tuple[Path, str]:
     """A crawl whose pages carry markup in their titles, anchor texts and bodies, extracted and run."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from lshsql import manifest
@@ -101,3 +102,49 @@ def change_counts(work: str | Path, run: int | None = None) -> dict[str, int]:
             {"p": str(work / HISTORY), "run": run},
         ).fetchall()
     return {event: 0 for event in EVENTS} | dict(rows)
+
+
+def ended(con: duckdb.DuckDBPyConnection, cluster_id: int) -> tuple[str, int | None, int] | None:
+    """How a cluster id that names no cluster now ended: (event, other_id, run) of its last 'merged' or
+    'gone' row in the history; None when it has none (or the folder no history)."""
+    if not _has_history(con):
+        return None
+    row = con.execute(
+        "select event, other_id, run from cluster_history where cluster_id = $id "
+        "and event in ('merged', 'gone') order by run desc limit 1",
+        {"id": cluster_id},
+    ).fetchall()
+    return row[0] if row else None
+
+
+def successor(con: duckdb.DuckDBPyConnection, cluster_id: int) -> int | None:
+    """The cluster holding most of an ended id's members now: its merges followed (12 merged into 7, later 7
+    into 3: 3); None when the id, or one it merged into, is gone."""
+    seen = {cluster_id}
+    current = cluster_id
+    while (end := ended(con, current)) is not None and end[0] == "merged" and end[1] not in seen:
+        current = end[1]
+        seen.add(current)
+        live = con.execute("select 1 from clusters where cluster_id = $id limit 1", {"id": current})
+        if live.fetchall():
+            return current
+    return None
+
+
+def ended_text(con: duckdb.DuckDBPyConnection, cluster_id: int) -> str | None:
+    """'merged into cluster M in run R' (and where its members are now, when that moved on) or 'gone in
+    run R'; None when the id did not end."""
+    end = ended(con, cluster_id)
+    if end is None:
+        return None
+    event, other, run = end
+    if event != "merged":
+        return f"gone in run {run}"
+    now = successor(con, cluster_id)
+    later = f", now cluster {now}" if now is not None and now != other else ""
+    return f"merged into cluster {other} in run {run}{later}"
+
+
+def _has_history(con: duckdb.DuckDBPyConnection) -> bool:
+    query = "select count(*) from duckdb_views() where view_name = 'cluster_history' and not internal"
+    return bool(db.scalar(con, query))

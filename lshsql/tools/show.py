@@ -23,6 +23,7 @@ from lshsql import manifest, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.sources.jsonl import is_gzip
+from lshsql.tools.changes import ended_text
 from lshsql.tools.explore import (
     canonical,
     cluster_key,
@@ -215,29 +216,10 @@ def _center_id(con: duckdb.DuckDBPyConnection, relation: str, cluster: str | int
         ).fetchall()
         if found:
             return found[0][0]
-        ended = _ended(con, relation, int(text))
+        ended = ended_text(con, int(text)) if relation == "clusters" else None
         if ended:
             raise InputError(f"{text}: {ended} (lshsql diff --run N lists a run's changes)")
     raise InputError(f"{text}: no such cluster (give a {key} or a member's URL of the {relation} table)")
-
-
-def _ended(con: duckdb.DuckDBPyConnection, relation: str, cluster_id: int) -> str | None:
-    """How a cluster id of an earlier run ended, from cluster_history: 'merged into cluster M in run R'
-    or 'gone in run R'; None when the history has no such end (or the folder no history)."""
-    has_history = db.scalar(
-        con, "select count(*) from duckdb_views() where view_name = 'cluster_history' and not internal"
-    )
-    if relation != "clusters" or not has_history:
-        return None
-    row = con.execute(
-        "select event, other_id, run from cluster_history where cluster_id = $id "
-        "and event in ('merged', 'gone') order by run desc limit 1",
-        {"id": cluster_id},
-    ).fetchall()
-    if not row:
-        return None
-    event, other, run = row[0]
-    return f"merged into cluster {other} in run {run}" if event == "merged" else f"gone in run {run}"
 
 
 def _ensure_pages_and_links(con: duckdb.DuckDBPyConnection) -> None:

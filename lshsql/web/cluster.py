@@ -5,6 +5,7 @@ least similar member pair)."""
 from __future__ import annotations
 
 from lshsql.errors import InputError
+from lshsql.tools.changes import ended, successor
 from lshsql.web import layout, text
 from lshsql.web.layout import NotFound, esc
 from lshsql.web.site import Site, connect
@@ -26,11 +27,9 @@ def render(site: Site, cluster_id: str, query: dict[str, list[str]]) -> tuple[st
         else "null, null, null, null"
     )
     with connect(site) as con:
-        head = con.execute(
-            f"select center_id, center, size, {chaining} from clusters "
-            f"where {site.cluster_key} = $id and is_center",
-            {"id": int(cluster_id)},
-        ).fetchall()
+        head, notice = _head(con, site.cluster_key, int(cluster_id), chaining), ""
+        if not head and site.cluster_key == "cluster_id":
+            head, notice = _moved_on(con, int(cluster_id), chaining)
         if not head:
             raise NotFound(f"no cluster {cluster_id}: no cluster has this {site.cluster_key}")
         center_id, center, size, least, least_u, least_v, share = head[0]
@@ -43,6 +42,7 @@ def render(site: Site, cluster_id: str, query: dict[str, list[str]]) -> tuple[st
             ).fetchall()
         ]
     body = [
+        *([f'<p class="notice">{esc(notice)}</p>'] if notice else []),
         f'<h1>Cluster of {size:,}: <a href="{layout.url_page(center)}">{esc(center)}</a></h1>',
         '<dl class="facts">',
         f'<dt>top terms</dt><dd class="terms">{esc(" ".join(words)) or "&ndash;"}</dd>',
@@ -153,3 +153,30 @@ left join cited on members.url = cited.url
 order by members.is_center desc, to_center.similarity desc nulls last, members.url
 limit $limit offset $offset
 """
+
+
+def _moved_on(con, cluster_id: int, chaining: str) -> tuple[list, str]:
+    """For an id that ended: the head row of the cluster holding most of its members now, with a line
+    saying so (a saved link still opens those pages); NotFound when it is gone."""
+    end = ended(con, cluster_id)
+    if end is None:
+        return [], ""
+    event, other, run = end
+    now = successor(con, cluster_id) if event == "merged" else None
+    if now is None:
+        how = (
+            f"merged into cluster {other} in run {run}, which ended since"
+            if event == "merged"
+            else (f"it ended in run {run}; none of its members is in one now")
+        )
+        raise NotFound(f"no cluster {cluster_id}: {how}")
+    head = _head(con, "cluster_id", now, chaining)
+    later = f", which is now cluster {now}" if now != other else ""
+    notice = f"Cluster {cluster_id} merged into cluster {other} in run {run}{later}: this is cluster {now}."
+    return head, notice
+
+
+def _head(con, key: str, cluster_id: int, chaining: str) -> list:
+    """The cluster's center row: center_id, center, size and its chaining columns (none when no cluster)."""
+    query = f"select center_id, center, size, {chaining} from clusters where {key} = $id and is_center"
+    return con.execute(query, {"id": cluster_id}).fetchall()

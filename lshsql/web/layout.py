@@ -41,6 +41,7 @@ td.url, span.url { overflow-wrap: anywhere; }
 .pager { margin: 1em 0; display: flex; gap: 1em; align-items: center; }
 .note { color: #777; font-style: italic; }
 .error { color: #a33; }
+.notice { background: #fff6d5; padding: 0.4em 0.6em; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dl.facts dt { color: #555; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .sides { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
