@@ -79,20 +79,21 @@ def single_link_tree(
     return pa.table(columns, schema=schemas.schema("cluster_tree"))
 
 
-def cut(con: duckdb.DuckDBPyConnection, threshold: float, out: Path) -> int:
-    """Write the flat clusters at `threshold` (sql/85_cut.sql on views cluster_tree, urls); rows written.
-    Their cluster_id is matched to the cut `out` replaces (lsh/cluster_ids.py): the cut is made once
-    without ids for its members, then again with them, into a new file renamed into place."""
+def cut(con: duckdb.DuckDBPyConnection, threshold: float, out: Path, given: int = 0) -> tuple[int, int]:
+    """Write the flat clusters at `threshold` (sql/85_cut.sql on views cluster_tree, urls); returns the rows
+    written and the largest cluster id given out. Their cluster_id is matched to the cut `out` replaces
+    (lsh/cluster_ids.py), fresh ids above `given` too: the cut is made once without ids for its members,
+    then again with them, into a new file renamed into place."""
     sql, params = sqlfiles.load("85_cut.sql"), {"threshold": float(threshold)}
     engine = DuckDBEngine(con)
     engine.empty_table("cluster_ids", {"center_id": "bigint", "cluster_id": "bigint"})
     sqlfiles.to_table(con, sql, params, "cut_found")
     engine.view("members", "select url, center_id from cut_found")
-    cluster_ids.number(engine, Path(out))
+    last_id = cluster_ids.number(engine, Path(out), given=given)
     fresh = Path(out).with_name(Path(out).name + ".new")
     rows = sqlfiles.materialize(con, sql, params, fresh)
     os.replace(fresh, out)
-    return rows
+    return rows, last_id
 
 
 def _check(leaves: np.ndarray, u: np.ndarray, v: np.ndarray, sim: np.ndarray, level: np.ndarray) -> None:

@@ -308,6 +308,7 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
         return _pairs(engine, stage, params, work, candidates, out)
 
     rows, extra = reuse.pairs(engine, work, params, bool(capped), compute)
+    engine.register({"candidates": input_paths(work, "candidates")})  # not the scratch file reuse verified
     if "pairs_kept" in extra.get("reuse", {}):
         extra[COMPILED].notes = (
             *extra[COMPILED].notes,

@@ -323,10 +323,12 @@ def cut(
             f"it with `lshsql hierarchy --threshold {threshold}`"
         )
     out = Path(out) if out else work / "cut.parquet"
+    # the largest id each cut file was given: an id that ended is never given again, even if the file is gone
+    last_ids = manifest.read(work)["stages"].get("cut", {}).get("last_ids", {})
     resources = db.for_work(work, resources)
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, {r: str(work / f"{r}.parquet") for r in ("cluster_tree", "urls")})
-        rows = tree.cut(con, threshold, out)
+        rows, last_id = tree.cut(con, threshold, out, last_ids.get(str(out), 0))
         clusters, largest, singletons = con.execute(
             "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) "
             "from read_parquet($p)",
@@ -336,6 +338,9 @@ def cut(
         label_rows = labels.write(con, work, out, out.with_name(f"{out.stem}_labels.parquet"), "cut_labels")
     counts = {"rows": rows, "clusters": clusters, "largest_cluster": largest or 0, "singletons": singletons}
     counts["label_rows"] = label_rows
-    manifest.record_stage(work, "cut", {"threshold": threshold, "path": str(out), **counts})
+    last_ids = last_ids | {str(out): last_id}
+    manifest.record_stage(
+        work, "cut", {"threshold": threshold, "path": str(out), **counts, "last_ids": last_ids}
+    )
     pipeline.write_catalog(work)
     return out, counts

@@ -166,6 +166,26 @@ def test_lsh_method_finds_the_single_link_clusters_and_merges_by_level(planted):
     assert _partition(path) == _single_link(bags, 0.3)
 
 
+def test_a_cut_file_never_gives_an_id_again_even_once_deleted(planted, tmp_path):
+    """Ids that ended (at 0.2 the clusters of 0.6 merge) are not given again: not by the next cut into the
+    file, nor after the file is deleted (the manifest keeps each cut file's largest id); another --out file
+    numbers its own."""
+    import shutil
+
+    work = shutil.copytree(planted[0] / "work", tmp_path / "work")
+    hierarchy(work, HierarchyParams(threshold=0.2, method="exact"), resources=RESOURCES)
+
+    def ids(h: float, out=None) -> set[int]:
+        path, _ = cut(work, h, RESOURCES, out=out)
+        return set(pq.read_table(path).column("cluster_id").to_pylist())
+
+    first = ids(0.6)
+    assert min(first) == 1 and len(ids(0.2)) < len(first)
+    (work / "cut.parquet").unlink()
+    assert min(ids(0.6)) > max(first)
+    assert ids(0.6, out=tmp_path / "other.parquet") == first
+
+
 def test_hierarchy_is_deterministic(planted, tmp_path):
     root, _ = planted
     outputs = []

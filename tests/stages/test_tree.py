@@ -65,7 +65,7 @@ def cut_rows(work: Path, table: pa.Table, urls: dict[int, str], threshold: float
     with duckdb.connect() as con:
         inputs = {name: str(work / f"{name}.parquet") for name in ("cluster_tree", "urls")}
         sqlfiles.register_inputs(con, inputs)
-        written = tree.cut(con, threshold, out)
+        written, _ = tree.cut(con, threshold, out)
     result = pq.read_table(out)
     schemas.validate(out, "cut")
     clusters = schemas.schema("clusters")
