@@ -9,15 +9,17 @@ cluster ids existed lends its center_id as the id, so its clusters keep a number
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from lshsql import schemas, sqlfiles
+from lshsql import manifest, schemas, sqlfiles
 from lshsql.engines.base import Engine
 
 MATCH_SQL = "62_cluster_ids.sql"
 HISTORY = "cluster_history.parquet"
+BASIS = Path("reuse") / "clusters.parquet"  # the clusters the last recorded run wrote (keep_basis)
 # every URL with a bag, in its cluster: its CENTER or component center, or alone (sql/62_clusters.sql's
 # nodes_assigned, by URL)
 CLUSTER_MEMBERS = (
@@ -85,6 +87,33 @@ def record_history(engine: Engine, work: Path, run: int) -> int:
     schemas.validate(fresh, "cluster_history")
     os.replace(fresh, out)
     return rows
+
+
+def earlier_clusters(work: Path, out: Path, recorded: str | None) -> Path:
+    """The clusters file this run's ids are matched to: `out`, or the basis kept beside it when a run that
+    died before the manifest recorded it had already renamed its clusters into place (`out` is then not
+    the file the manifest names, `recorded`): its changes are recorded against the last recorded run."""
+    basis = work / BASIS
+    if recorded and manifest.file_identity(out) != recorded and manifest.file_identity(basis) == recorded:
+        return basis
+    return out
+
+
+def keep_basis(work: Path, out: Path) -> None:
+    """Before `out` is replaced: keep the file it is now as DIR/reuse/clusters.parquet (a hard link, a copy
+    where links are refused), put in place by a rename, so the basis is always a whole file."""
+    if not out.exists():
+        return
+    basis = work / BASIS
+    staged = work / "tmp" / "clusters_basis.parquet"
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    staged.unlink(missing_ok=True)
+    try:
+        os.link(out, staged)
+    except OSError:
+        shutil.copyfile(out, staged)
+    basis.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged, basis)
 
 
 def next_run(stages: dict, history: Path) -> int:

@@ -398,10 +398,13 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     run = cluster_ids.next_run(recorded, history)
     engine.view("members", cluster_ids.CLUSTER_MEMBERS)
     given = recorded.get("clusters", {}).get("last_id", 0)
-    last_id = cluster_ids.number(engine, out, history, run, given)
+    earlier = cluster_ids.earlier_clusters(work, out, recorded.get("clusters", {}).get("file"))
+    last_id = cluster_ids.number(engine, earlier, history, run, given)
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)
+    if earlier == out:  # else the basis is still the recorded run's file; `out` a dead run's
+        cluster_ids.keep_basis(work, out)
     os.replace(fresh, out)
     round_file = "60_center_round.sql" if params.clustering == "center" else "61_component_round.sql"
     compiled = Compiled(

@@ -140,3 +140,37 @@ def test_show_says_how_an_id_that_ended_ended(tmp_path):
         cluster_members(work, 2)
     with pytest.raises(InputError, match=r"^7: no such cluster"):
         cluster_members(work, 7)
+
+
+def test_a_run_killed_after_renaming_its_clusters_is_recorded_against_the_run_before(tmp_path):
+    """Killed between the rename of clusters.parquet and the manifest's write (simulated: the manifest's
+    clusters entry put back as run 1 left it): the rerun matches its ids to run 1's clusters, kept in
+    DIR/reuse, and records the same changes as an uninterrupted run 2, not 'nothing changed'."""
+    from lshsql import manifest
+    from tests.conftest import write_table
+
+    params = Params(weighting="none", threshold=0.5)
+
+    def bags(name: str, named: dict[str, str]) -> Path:
+        rows = [{"url": u, "term": f"{word}{i}"} for u, word in named.items() for i in range(10)]
+        return write_table(tmp_path / f"{name}.parquet", rows)
+
+    first = bags("first", {"a": "x", "b": "x", "c": "y", "d": "y"})
+    second = bags("second", dict.fromkeys("abcd", "x"))
+    histories = []
+    for killed in (False, True):
+        work = tmp_path / f"w{int(killed)}"
+        run(work, params, bags=first, resources=RESOURCES)
+        entry = manifest.read(work)["stages"]["clusters"]
+        run(work, params, bags=second, resources=RESOURCES)
+        if killed:
+            data = manifest.read(work)
+            data["stages"]["clusters"] = entry
+            manifest.write(work, data)
+            run(work, params, bags=second, resources=RESOURCES)
+        histories.append(pq.read_table(work / "cluster_history.parquet").to_pylist())
+    assert histories[1] == histories[0]
+    assert {(r["cluster_id"], r["event"]) for r in histories[0] if r["run"] == 2} == {
+        (1, "grew"),
+        (2, "merged"),
+    }
