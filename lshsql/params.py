@@ -51,6 +51,11 @@ class Params:
     min_df: int | None = _option(None, "Drop terms in fewer URLs [default: 2; 1 with --bags or shingles].")
     max_df: float | None = _option(None, "Drop terms in more than this fraction of URLs [0.5; 1.0].")
     scale: float = _option(100.0, "tfidf/tf bags are scaled to sum to this [{default}].")
+    freeze_idf: bool = _option(  # DIR/frozen_idf.parquet: written once, kept by later --freeze-idf runs
+        False,
+        "Keep the document frequencies and URL count of the first run with this option (DIR/frozen_idf"
+        ".parquet): a URL whose terms did not change keeps its bag when URLs are added, and its signature.",
+    )
     num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
     sketch: str = _option(
         "minhash", "minhash (m hash functions) or oph (one hash into m bins, densified) [{default}]."

@@ -107,7 +107,12 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("url_id", pa.int64(), "the URL (urls.url_id)"),
         ("term_hash", pa.int64(), "a term kept by min_df/max_df (terms.term_hash; join terms for its text)"),
         ("tf", pa.float64(), "term frequency"),
-        ("df", pa.int64(), "number of URLs whose fragments contain the term"),
+        (
+            "df",
+            pa.int64(),
+            "number of URLs whose fragments contain the term (with --freeze-idf: frozen_idf.n_urls if it "
+            "has the term)",
+        ),
         ("weight", pa.float64(), "tf*ln(N/df) (tfidf), tf, or as given (none); tfidf/tf bags sum to --scale"),
     ],
     "signatures": [
@@ -284,6 +289,14 @@ COLUMNS["cluster_history"] = [
         "split: the earlier id it took most of its members from; merged: the id of the cluster that holds "
         "most of its members now; null otherwise",
     ),
+]
+
+# Written by `run --freeze-idf` before its first bags stage (lshsql/pipeline/frozen.py): the vocabulary
+# whose document frequencies later --freeze-idf runs keep.
+COLUMNS["frozen_idf"] = [
+    ("term_hash", pa.int64(), "a term of the run that froze the vocabulary (terms.term_hash)"),
+    ("n_urls", pa.int64(), "its document frequency then (terms.n_urls): the df bags keep for it"),
+    ("corpus_urls", pa.int64(), "the URLs of that run (N of ln(N / df)), the same in every row"),
 ]
 
 # Written by extract and ingest (sql/05_surface_forms.sql): the readable words behind the stems.

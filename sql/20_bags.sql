@@ -1,5 +1,6 @@
 -- stage:  bags
 -- reads:  term_counts(url, term, tf), urls(url_id, url), terms(term_hash, term, n_urls)
+-- reads:  frozen_idf(term_hash, n_urls, corpus_urls)
 -- writes: bags(url_id, term_hash, tf, df, weight)
 -- order:  url_id, term_hash (not needed for the rows, but the signatures stage's aggregate over millions of
 --         URLs stays in memory only when a URL's rows come together; unordered, it spills, bench/RESULTS.md)
@@ -14,6 +15,10 @@
 -- A URL whose terms are all dropped has no bag; the runner counts it. With weighting none the weights
 -- are kept as they are and `scale` is not used.
 --
+-- With --freeze-idf, frozen_idf holds the document frequencies and URL count of the run that froze them
+-- (empty otherwise): N is that count, and a term it knows keeps its frozen df, so a URL whose terms did
+-- not change keeps its weights when URLs are added; a term it does not know is counted in this run's URLs.
+--
 -- This file assumes term_counts has one row per (url, term), as it has when made from fragments. The runner
 -- assumes so, then checks: a repeated (url_id, term_hash) in the bags written, or one among the rows this
 -- file drops whatever their tf (terms too common by n_urls, which may count a repeat: above max_df, or
@@ -25,22 +30,29 @@
 with
 
 document_count as (
-    select count(*) as n_urls from urls
+    select coalesce((select max(frozen_idf.corpus_urls) from frozen_idf), count(*)) as n_urls
+    from urls
 ),
 
 -- One row per (url, term) already: terms.n_urls is the document frequency, and each row finds its kept
 -- term, hash and df in one join by the term's text (bags keep term_hash, so no term_id is looked up first).
 -- Skipping the two groups of sql/20_bags_grouped.sql makes this the faster form (bench/RESULTS.md).
-terms_kept as (
+terms_df as (
     select
         terms.term,
         terms.term_hash,
-        terms.n_urls as df
+        coalesce(frozen_idf.n_urls, terms.n_urls) as df
     from terms
+    left join frozen_idf on terms.term_hash = frozen_idf.term_hash
+),
+
+terms_kept as (
+    select terms_df.*
+    from terms_df
     cross join document_count
     where
-        terms.n_urls >= $min_df
-        and terms.n_urls <= $max_df * document_count.n_urls
+        terms_df.df >= $min_df
+        and terms_df.df <= $max_df * document_count.n_urls
 ),
 
 -- tf goes through the same DECIMAL as the sum of sql/20_bags_grouped.sql, so both ways give the same values.

@@ -1,5 +1,6 @@
 -- stage:  bags_accounting
--- reads:  term_counts(url, term, tf), urls(url), terms(term, n_urls)
+-- reads:  term_counts(url, term, tf), urls(url), terms(term, term_hash, n_urls)
+-- reads:  frozen_idf(term_hash, n_urls, corpus_urls)
 -- writes: bags_accounting(used, below_min_df, above_max_df, in_every_url, weight_rounds_to_zero)
 -- order:  none: one row, the runner's counts (no Parquet file is written)
 -- param:  min_df BIGINT       as sql/20_bags.sql
@@ -17,7 +18,18 @@
 with
 
 document_count as (
-    select count(*) as n_urls from urls
+    select coalesce((select max(frozen_idf.corpus_urls) from frozen_idf), count(*)) as n_urls
+    from urls
+),
+
+-- the df sql/20_bags.sql judges a term by: the frozen one with --freeze-idf, else the term's URLs
+terms_df as (
+    select
+        terms.term,
+        terms.n_urls,
+        coalesce(frozen_idf.n_urls, terms.n_urls) as df
+    from terms
+    left join frozen_idf on terms.term_hash = frozen_idf.term_hash
 ),
 
 -- One row per (url, term): per term, its rows, less those whose tf rounds to 0, which are judged apart.
@@ -32,18 +44,18 @@ zero_tf as (
 
 rows_judged as (
     select
-        terms.n_urls as df,
-        terms.n_urls - coalesce(zero_tf.n_rows, 0) as n_rows,
+        terms_df.df,
+        terms_df.n_urls - coalesce(zero_tf.n_rows, 0) as n_rows,
         false as zero_tf
-    from terms
-    left join zero_tf on terms.term = zero_tf.term
+    from terms_df
+    left join zero_tf on terms_df.term = zero_tf.term
     union all
     select
-        terms.n_urls as df,
+        terms_df.df,
         zero_tf.n_rows,
         true as zero_tf
     from zero_tf
-    inner join terms on zero_tf.term = terms.term
+    inner join terms_df on zero_tf.term = terms_df.term
 ),
 
 judged as (

@@ -1,5 +1,6 @@
 -- stage:  bags_repeats
--- reads:  term_counts(url, term, tf), urls(url), terms(term, n_urls)
+-- reads:  term_counts(url, term, tf), urls(url), terms(term, term_hash, n_urls)
+-- reads:  frozen_idf(term_hash, n_urls, corpus_urls)
 -- writes: bags_repeats(repeated)
 -- order:  none: one row, read by the runner (no Parquet file is written)
 -- param:  max_df DOUBLE       as sql/20_bags.sql
@@ -16,16 +17,19 @@
 with
 
 document_count as (
-    select count(*) as n_urls from urls
+    select coalesce((select max(frozen_idf.corpus_urls) from frozen_idf), count(*)) as n_urls
+    from urls
 ),
 
+-- judged by the df sql/20_bags.sql judges them by: the frozen one with --freeze-idf, else n_urls
 common as (
     select terms.term
     from terms
+    left join frozen_idf on terms.term_hash = frozen_idf.term_hash
     cross join document_count
     where
-        not (terms.n_urls <= $max_df * document_count.n_urls)
-        or ($weighting = 'tfidf' and terms.n_urls >= document_count.n_urls)
+        not (coalesce(frozen_idf.n_urls, terms.n_urls) <= $max_df * document_count.n_urls)
+        or ($weighting = 'tfidf' and coalesce(frozen_idf.n_urls, terms.n_urls) >= document_count.n_urls)
 ),
 
 tiny as (

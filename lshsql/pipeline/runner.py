@@ -21,7 +21,7 @@ from lshsql.errors import InputError, ParamError
 from lshsql.lsh import scurve
 from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
-from lshsql.pipeline import compiled, labels, reuse
+from lshsql.pipeline import compiled, frozen, labels, reuse
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
 from lshsql.pipeline.runners import COMPILED, RUNNERS
@@ -145,7 +145,12 @@ def _run(
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
                 summary.params = params
-            fingerprint = _fingerprint(stage, params, fingerprints, bags is not None)
+            vocabulary = None
+            if stage.name == "bags" and params.freeze_idf:
+                if not (only and "bags" not in only):
+                    frozen.ensure(work)  # before the fingerprint, which takes the frozen file's identity
+                vocabulary = frozen.identity(work)
+            fingerprint = _fingerprint(stage, params, fingerprints, bags is not None, vocabulary)
             fingerprints[stage.name] = fingerprint
             if only and stage.name not in only:
                 if stage.name not in previous or stage.name in replaced:  # a table of the user's own
@@ -329,7 +334,9 @@ def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> 
     return f"bags:{Path(bags).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], from_bags: bool) -> str:
+def _fingerprint(
+    stage: Stage, params: Params, fingerprints: dict[str, str], from_bags: bool, frozen_idf: str | None = None
+) -> str:
     data = {
         "stage": stage.name,
         "version": __version__,
@@ -338,6 +345,8 @@ def _fingerprint(stage: Stage, params: Params, fingerprints: dict[str, str], fro
         "from_bags": from_bags and stage.name == "term_counts",
         "sql": _sql_digest(stage.files),  # an edited stage file reruns its stage
     }
+    if frozen_idf is not None:  # --freeze-idf: another frozen vocabulary reruns the bags
+        data["frozen_idf"] = frozen_idf
     return manifest.fingerprint(data)
 
 

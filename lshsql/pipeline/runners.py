@@ -21,7 +21,7 @@ from lshsql.errors import InputError, ParamError, StageError
 from lshsql.lsh import cluster_ids, family
 from lshsql.lsh.scurve import tables_recall
 from lshsql.params import MAX_COPIES, Params
-from lshsql.pipeline import batching, labels, reuse
+from lshsql.pipeline import batching, frozen, labels, reuse
 from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_accounting
 from lshsql.pipeline.compiled import Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
@@ -144,6 +144,7 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
         "scale": params.scale,
     }
     register(engine, work, stage.reads)
+    frozen_view = frozen.register(engine, work, params.freeze_idf)
     n_urls = engine.scalar("select count(*) from urls")
     n_terms = engine.scalar("select count(*) from terms")
     # the grouped form packs url_id and term_id into one BIGINT key, url_id * 2^32 + term_id: checked up
@@ -153,14 +154,21 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     # First as if term_counts had one row per (url, term), as it has when made from fragments; a user's
     # table that repeats one is found by the checks after and run again the grouped way.
     fast = "n_urls" in engine.columns("terms")
+    if params.freeze_idf and not fast:
+        raise ParamError(f"--freeze-idf: {output_path(work, 'terms')} has no n_urls; run again with --force")
     file = sql_file(stage, params, grouped=not fast)
     rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
+    extra[COMPILED].views["frozen_idf"] = frozen_view
     with_bag = None
     if fast:  # the pass that looks for a repeat also counts the URLs with a bag (bags are in url_id order)
         repeated, with_bag = ordered_keys(output_path(work, stage.name), ("url_id", "term_hash"))
         repeated = repeated or hidden_repeats(engine, params)
     else:
         repeated = False
+    if params.freeze_idf and (repeated or not fast):
+        raise ParamError(
+            "--freeze-idf needs one row per (url, term): the bags table repeats one; add its rows up first"
+        )
     if repeated:
         file = sql_file(stage, params, grouped=True)
         rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)

@@ -54,7 +54,7 @@ STAGES: tuple[Stage, ...] = (
         "bags",
         "20_bags.sql",
         ("term_counts", "urls", "terms"),
-        ("weighting", "min_df", "max_df", "scale"),
+        ("weighting", "min_df", "max_df", "scale", "freeze_idf"),
         compression="uncompressed",
         variants=(("grouped", "20_bags_grouped.sql"),),
     ),

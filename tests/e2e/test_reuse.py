@@ -233,3 +233,49 @@ def test_a_killed_incremental_run_leaves_the_previous_result_and_a_rerun_finishe
     run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
     assert_same_outputs(work, tmp_path / "fresh")
     assert summary.stages["pairs"].get("reuse", {}).get("pairs_kept", 0) > 0
+
+
+def test_freeze_idf_keeps_unchanged_bags_and_signs_only_changed_urls(tmp_path, lshsql_command):
+    """With --freeze-idf the df and N of the first run stay: the rerun on a grown table signs exactly the new
+    and changed URLs, the other URLs' bag rows are the first run's, and a fresh folder given the same frozen
+    vocabulary writes the same bytes. Without the option the folder gives a run from scratch again."""
+    import shutil
+
+    rng = random.Random(12)
+    before = random_bags(rng, 120)
+    params = Params(weighting="tfidf", threshold=0.5, k=2, l=12, freeze_idf=True)
+    work, fresh = tmp_path / "w", tmp_path / "fresh"
+    run(work, params, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    frozen = (work / "frozen_idf.parquet").read_bytes()
+    first_bags = bag_rows(work)
+    after, touched = grown(rng, before, n_new=12, n_changed=4, n_removed=3)
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, params, bags=table, resources=RESOURCES)
+    assert (work / "frozen_idf.parquet").read_bytes() == frozen  # kept, not frozen again
+    assert summary.stages["signatures"]["reuse"] == {"urls": 129, "computed": 16, "reused": 113}
+    kept = {url: rows for url, rows in bag_rows(work).items() if url not in touched}
+    assert kept == {url: rows for url, rows in first_bags.items() if url in kept} and len(kept) == 113
+    used = summary.stages["bags"]
+    assert used["rows_read"] == used["rows_used"] + sum(used["rows_dropped"].values())
+    fresh.mkdir()
+    shutil.copy(work / "frozen_idf.parquet", fresh / "frozen_idf.parquet")
+    run(fresh, params, bags=table, resources=RESOURCES)
+    assert_same_outputs(work, fresh)
+    # the option off: every df counted again, as in a folder that never froze one
+    unfrozen = replace(params, freeze_idf=False)
+    run(work, unfrozen, bags=table, resources=RESOURCES)
+    run(tmp_path / "plain", unfrozen, bags=table, resources=RESOURCES)
+    assert_same_outputs(work, tmp_path / "plain")
+    shown = lshsql_command("run", "--help")
+    assert "--freeze-idf" in shown.stdout
+
+
+def bag_rows(work: Path) -> dict[str, list[tuple]]:
+    """Each URL's bag rows (term_hash, tf, df, weight), by URL (url_ids shift when URLs are added)."""
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select urls.url, list((bags.term_hash, bags.tf, bags.df, bags.weight) order by bags.term_hash) "
+            "from read_parquet($b) as bags inner join read_parquet($u) as urls using (url_id) group by urls.url",
+            {"b": str(work / "bags.parquet"), "u": str(work / "urls.parquet")},
+        ).fetchall()
+    return dict(rows)

@@ -23,7 +23,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pyspark  # noqa: E402
 
-from lshsql import pipeline, sqlfiles  # noqa: E402
+from lshsql import pipeline, schemas, sqlfiles  # noqa: E402
 from lshsql.engines import spark as engine  # noqa: E402
 from lshsql.engines import transpile, udf  # noqa: E402
 from lshsql.engines.base import DuckDBEngine  # noqa: E402
@@ -118,6 +118,7 @@ def engines(spark, tmp_path_factory):
     both = Engines(spark, tmp_path_factory.mktemp("golden"))
     both.table("fragments", fragments())
     both.table("url_aliases", [{"alias_url": "http://g0.example/2", "target_url": "http://g0.example/0"}])
+    both.table("frozen_idf", [], schemas.schema("frozen_idf"))  # a run without --freeze-idf
     return both
 
 
@@ -146,6 +147,17 @@ def test_bags(engines, weighting):
     rows = engines.run("20_bags.sql", sql_params, out=f"bags_{weighting}")
     assert rows and (weighting == "none" or all(0 < r["weight"] < 100 for r in rows))
     assert engines.run("20_bags_grouped.sql", sql_params, out=f"bags_grouped_{weighting}") == rows
+    # --freeze-idf: every other term's df frozen at 3 and N at 40 (the others counted here)
+    unfrozen = engines.inputs["frozen_idf"]
+    terms = pq.read_table(engines.inputs["terms"]).to_pylist()
+    frozen = [{"term_hash": t["term_hash"], "n_urls": 3, "corpus_urls": 40} for t in terms[::2]]
+    path = engines.work / "in" / f"frozen_idf_{weighting}.parquet"  # beside the empty one, kept for others
+    engines.inputs["frozen_idf"] = str(write_table(path, frozen, schemas.schema("frozen_idf")))
+    try:
+        frozen_rows = engines.run("20_bags.sql", sql_params, out=f"bags_frozen_{weighting}")
+    finally:
+        engines.inputs["frozen_idf"] = unfrozen
+    assert {r["df"] for r in frozen_rows} >= {3} and (weighting == "none" or frozen_rows != rows)
 
 
 def base(engines) -> None:

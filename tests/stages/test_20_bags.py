@@ -482,3 +482,40 @@ def test_weights_that_are_not_finite_are_counted_and_types_checked(tmp_path):
     ):
         run(tmp_path / "heavy", Params(weighting="none"), bags=heavy)
     run(tmp_path / "light", Params(weighting="tf"), bags=heavy)  # tf bags sum to --scale
+
+
+def test_freeze_idf_keeps_the_frozen_df_and_url_count(tmp_path):
+    """frozen_idf says N = 10, apple in 5 URLs, banana in 2; cherry and durian it does not know, so their df
+    is counted here (2 and 1), and N stays 10 for them too. A: apple tf 2, banana; C: banana, cherry,
+    durian; weights tf * ln(10 / df) scaled to sum to 100. With max_df 0.4, apple (5 > 4) is dropped."""
+    from tests.conftest import write_table
+
+    for max_df in (1.0, 0.4):
+        work = tmp_path / str(max_df)
+        p = resolve(Params(min_df=1, max_df=max_df, freeze_idf=True), whole_sets=False)
+        run_stage(work, "term_counts", p, {"fragments": FRAGMENTS})
+        run_stage(work, "urls", p)
+        frozen_hashes = {t["term"]: t["term_hash"] for t in run_stage(work, "terms", p)}
+        write_table(
+            work / "frozen_idf.parquet",
+            [
+                {"term_hash": frozen_hashes["apple"], "n_urls": 5, "corpus_urls": 10},
+                {"term_hash": frozen_hashes["banana"], "n_urls": 2, "corpus_urls": 10},
+                {"term_hash": 12345, "n_urls": 7, "corpus_urls": 10},  # a term this run does not have
+            ],
+        )
+        rows = named(work, run_stage(work, "bags", p))
+        got = {(r["url_id"], r["term"]): (r["df"], round(r["weight"], 6)) for r in rows}
+        ln = math.log
+        a = {"apple": 2 * ln(10 / 5), "banana": ln(10 / 2)}
+        c = {"banana": ln(10 / 2), "cherry": ln(10 / 2), "durian": ln(10 / 1)}
+        b = {"apple": ln(10 / 5), "cherry": ln(10 / 2)}
+        if max_df == 0.4:
+            a, b = {"banana": a["banana"]}, {"cherry": b["cherry"]}
+        df = {"apple": 5, "banana": 2, "cherry": 2, "durian": 1}
+        expected = {
+            (url_id, term): (df[term], round(100 * w / sum(bag.values()), 6))
+            for url_id, bag in ((1, a), (2, b), (3, c))
+            for term, w in bag.items()
+        }
+        assert got == expected, max_df
