@@ -24,10 +24,11 @@ CATALOG = "lshsql.duckdb"
 CATALOG_STORAGE = "v1.0.0"
 
 
-# cluster_history from the clusters stage; labels from ingest; merges, cluster_tree and cut from `lshsql
-# hierarchy` and `lshsql cut`; mirrors from `lshsql mirrors`
+# frozen_idf from run --freeze-idf; cluster_history from the clusters stage; labels from ingest; merges,
+# cluster_tree and cut from `lshsql hierarchy` and `lshsql cut`; mirrors from `lshsql mirrors`
 CATALOG_RELATIONS = (
-    "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "cluster_history", "labels",
+    "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "frozen_idf",
+    "cluster_history", "labels",
     "merges", "cluster_tree", "cut", "cut_labels", "mirrors", "documents", "duplicates",
 )  # fmt: skip
 

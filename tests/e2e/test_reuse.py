@@ -241,6 +241,8 @@ def test_freeze_idf_keeps_unchanged_bags_and_signs_only_changed_urls(tmp_path, l
     vocabulary writes the same bytes. Without the option the folder gives a run from scratch again."""
     import shutil
 
+    from lshsql.pipeline.catalog import open_catalog
+
     rng = random.Random(12)
     before = random_bags(rng, 120)
     params = Params(weighting="tfidf", threshold=0.5, k=2, l=12, freeze_idf=True)
@@ -252,6 +254,10 @@ def test_freeze_idf_keeps_unchanged_bags_and_signs_only_changed_urls(tmp_path, l
     table = write_bags(tmp_path / "after.parquet", after)
     summary = run(work, params, bags=table, resources=RESOURCES)
     assert (work / "frozen_idf.parquet").read_bytes() == frozen  # kept, not frozen again
+    with open_catalog(work) as con:  # the file is a view of the folder's catalog, as every output
+        assert con.execute(
+            "select count(distinct corpus_urls), max(corpus_urls) from frozen_idf"
+        ).fetchall() == [(1, 120)]
     assert summary.stages["signatures"]["reuse"] == {"urls": 129, "computed": 16, "reused": 113}
     kept = {url: rows for url, rows in bag_rows(work).items() if url not in touched}
     assert kept == {url: rows for url, rows in first_bags.items() if url in kept} and len(kept) == 113
