@@ -2,9 +2,13 @@
 
     python bench/incremental.py --docs 1000000 --runs 3 --out bench/RESULTS.md
 
-Two cases, each timed as whole processes (wall, CPU of the process and its children, peak RSS of the tree):
+Cases (--cases), each timed as whole processes (wall, CPU of the process and its children, peak RSS of the
+tree):
 - crawls: the run of ../shared/data/crawls/postgresql15.warc.gz, then the same folder given that crawl and
   fixture-small.warc.gz (4 unrelated sites, a tenth as many pages), against a fresh folder given both;
+- handbook, handbook-frozen: the same with fixture-handbook-neardup.warc.gz (one other site) added, the
+  second with --freeze-idf in all three runs (a fresh folder's first --freeze-idf run is a plain run: the
+  reference; the frozen rerun's pairs differ from it by design);
 - bags: a synthetic --bags table (bench/gen_bags.py, --docs URLs), and a copy of it grown by a tenth
   (the same URLs and rows, plus a tenth more URLs), the same way.
 Each repetition restores the folder of the first run from a copy (not timed), then times the second run
@@ -170,19 +174,32 @@ def main() -> None:
     parser.add_argument("--crawls", type=Path, default=Path("../shared/data/crawls"))
     parser.add_argument("--data", type=Path, default=Path("bench-data/incremental"))
     parser.add_argument("--out", type=Path, default=Path("bench/RESULTS.md"))
+    parser.add_argument("--cases", default="crawls,handbook,handbook-frozen,bags")
     args = parser.parse_args()
+    chosen = args.cases.split(",")
     scratch = args.data / "work"
     scratch.mkdir(parents=True, exist_ok=True)
     old, new = str(args.crawls / "postgresql15.warc.gz"), str(args.crawls / "fixture-small.warc.gz")
-    base, grown = grow_bags(args.data / f"b{args.docs}", args.docs)
+    handbook = str(args.crawls / "fixture-handbook-neardup.warc.gz")
     bags = ["--weighting", "none", "--threshold", str(args.threshold)]
-    cases = {
-        "crawls": ("postgresql15 + fixture-small", case("crawls", [old], [old, new], args.runs, scratch)),
-        "bags": (
-            f"{args.docs:,} URLs + 10 %",
-            case("bags", ["--bags", str(base), *bags], ["--bags", str(grown), *bags], args.runs, scratch),
+    plans = {
+        "crawls": ("postgresql15 + fixture-small", [old], [old, new]),
+        "handbook": ("postgresql15 + handbook", [old], [old, handbook]),
+        "handbook-frozen": (
+            "postgresql15 + handbook, --freeze-idf",
+            [old, "--freeze-idf"],
+            [old, handbook, "--freeze-idf"],
         ),
     }
+    cases = {
+        name: (what, case(name, first, second, args.runs, scratch))
+        for name, (what, first, second) in plans.items()
+        if name in chosen
+    }
+    if "bags" in chosen:
+        base, grown = grow_bags(args.data / f"b{args.docs}", args.docs)
+        first, second = ["--bags", str(base), *bags], ["--bags", str(grown), *bags]
+        cases["bags"] = (f"{args.docs:,} URLs + 10 %", case("bags", first, second, args.runs, scratch))
     body = markdown(cases, args.runs)
     print(body)
     write_section(args.out, "incremental", body)
