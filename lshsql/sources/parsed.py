@@ -42,6 +42,7 @@ class Inputs:
 
     @classmethod
     def of(cls, sources: list, options: dict, limit: int | None = None) -> Inputs:
+        """The inputs with their content as it is now, before any is read."""
         return cls(sources, [content(source) for source in sources], options, limit)
 
     def key(self, file_no: int, used_before: int) -> str | None:
@@ -127,7 +128,7 @@ def whole_entries(work: Path, inputs: Inputs) -> dict[int, tuple[str, dict]]:
         entry = _read_entry(work / PARSED / key) if key else None
         if entry is not None:
             found[file_no] = (key, entry)
-        used = inputs.used_after(used, entry["used"] if entry else None)
+        used = inputs.used_after(used, entry.get("used") if entry else None)  # older entries lack it
     return found
 
 
