@@ -147,12 +147,17 @@ def ingest(
     memory_limit: MemoryLimit = None,
     max_spill: MaxSpill = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Ingest even when the work folder is up to date.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Read every input again, even those whose rows the work folder keeps (DIR/parsed).",
+        ),
     ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Turn plain documents into the work folder's pages, fragments and labels, like extract does for a
-    crawl; then `lshsql run --work DIR` clusters them. Skipped when up to date (--force re-reads).
+    crawl; then `lshsql run --work DIR` clusters them. Skipped when up to date; reads only the inputs the
+    folder does not keep from an earlier ingest (--force re-reads all).
 
     Example: lshsql ingest ../shared/data/reuters21578/ --work work/reuters --require-label
     """

@@ -218,8 +218,8 @@ def _extract(
     resources = db.for_work(work, resources)
     # the inputs before they are read: a file that grows while it is parsed is read again next time
     recorded = {"fingerprint": fingerprint(sources, params), "files": input_files(sources)}
-    keys = [parsed.file_key(source, _parse_options(params)) for source in sources]
-    kept = {} if force else parsed.whole_entries(work, keys)
+    inputs = parsed.Inputs.of(sources, _parse_options(params))
+    kept = {} if force else parsed.whole_entries(work, inputs)
     todo = [(file_no, source) for file_no, source in enumerate(sources) if file_no not in kept]
     with workdir.scratch(work, "extract") as (raw_dir, staged):
         if not on_spark:  # worker processes first: no DuckDB threads alive when they fork
@@ -227,7 +227,8 @@ def _extract(
         with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
             if on_spark:
                 n_read = _parse_on_spark(stage_engine.spark, todo, params, raw_dir)
-            n_read += _keep_and_use(work, raw_dir, todo, keys, kept, _parse_options(params))
+            keys, n_kept = parsed.keep_and_use(work, raw_dir, inputs, kept)
+            n_read += n_kept
             if n_read == 0:
                 raise InputError(f"empty crawl: no records in {', '.join(s.path for s in sources)}")
             finalize(stage_engine, raw_dir, staged, params.buckets, params.templates, params.template_share)
@@ -245,7 +246,7 @@ def _extract(
         )
         require_usable(summary, "HTML page", partial(documents_hint, sources))
         _record(work, staged, recorded, params, summary)
-    parsed.prune(work, {key for key in keys if key})
+    parsed.prune(work, keys)
     return summary
 
 
@@ -270,23 +271,6 @@ def _parse_options(params: ExtractParams) -> dict:
     """The options a file's raw rows depend on: all but those only sql/01..05 read (the templates), so
     trying another --template-share parses nothing again."""
     return {k: v for k, v in params.to_json().items() if k not in ("templates", "template_share")}
-
-
-def _keep_and_use(
-    work: Path,
-    raw_dir: Path,
-    todo: list[tuple[int, Source]],
-    keys: list[str | None],
-    kept: dict[int, tuple[str, dict]],
-    options: dict,
-) -> int:
-    """Keep the files just parsed as entries of DIR/parsed (a folder of pages excepted, and a file that
-    changed while it was read) and put the kept entries of the others into raw_dir; returns the records
-    of the kept entries used."""
-    for file_no, source in todo:
-        if keys[file_no] and parsed.file_key(source, options) == keys[file_no]:
-            parsed.keep(work, raw_dir, file_no, keys[file_no])
-    return sum(parsed.use(work, raw_dir, file_no, key, entry) for file_no, (key, entry) in kept.items())
 
 
 def _links_over_cap(con, raw_dir: Path, work: Path) -> dict[str, int]:

@@ -5,6 +5,10 @@ is its url, its text one 'content' fragment and its title one 'title' fragment, 
 works unchanged afterwards. The machinery is extract's (workers.py, batches.py, final_tables.py): worker
 processes normalize batches into raw Parquet, then sql/01..03 resolve duplicate ids like duplicate URLs
 and write ordered, byte-identical tables.
+
+Each input's raw tables are kept in DIR/parsed (parsed.py), as extract keeps a crawl file's: a later ingest
+reads only the inputs that are new or changed. With --limit an input's rows depend on the documents used
+before it, so that count is part of its key.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from lshsql import manifest, schemas, workdir
 from lshsql.engines import duckdb as db
 from lshsql.engines.base import open_engine
 from lshsql.errors import InputError, ParamError
+from lshsql.sources import parsed
 from lshsql.sources.batches import RAW_TABLES, Rows, grouped, numbered, surface_batch
 from lshsql.sources.documents import (
     FORMATS,
@@ -121,13 +126,16 @@ class IngestSummary:
     distinct_labels: int
     seconds: float = 0.0
     files: list[str] = field(default_factory=list)
+    files_read: int = 0  # inputs read by this ingest
+    files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
 
     def lines(self) -> list[str]:
         """The summary `lshsql ingest` prints."""
         mb = self.text_bytes / 1e6
         rate = mb / self.seconds if self.seconds else 0.0
         return [
-            f"files read:      {len(self.files)}",
+            f"files read:      {len(self.files)}"
+            + (f" ({self.files_read} read, {self.files_reused} reused)" if self.files_reused else ""),
             f"records read:    {self.records_read} = {self.pages_used} documents used + "
             f"{sum(self.skipped.values())} skipped",
             *(f"  skipped {reason}: {n}" for reason, n in sorted(self.skipped.items())),
@@ -146,8 +154,10 @@ def ingest(
     params: IngestParams = IngestParams(),
     resources: db.Resources | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> IngestSummary:
-    """Turn documents into `work`'s pages, (empty) links, fragments and labels tables.
+    """Turn documents into `work`'s pages, (empty) links, fragments and labels tables, reading only the
+    inputs whose raw tables the folder does not keep (DIR/parsed).
 
     Args:
         paths: JSON Lines / Parquet files (id, text, optional title, label or labels), Reuters-21578 .sgm
@@ -158,6 +168,7 @@ def ingest(
         work: output folder (created).
         params: how to read and normalize; resources: DuckDB memory/threads and worker processes.
         progress: called with (records read, characters of text read) after each batch.
+        force: read every input again, even those whose raw tables the folder keeps.
 
     Example:
         >>> summary = ingest(["docs.jsonl"], "work")  # doctest: +SKIP
@@ -166,7 +177,7 @@ def ingest(
     """
     started = time.perf_counter()
     with workdir.writing(work):
-        return _ingest(_sources(paths, params), Path(work), params, resources, progress, started)
+        return _ingest(_sources(paths, params), Path(work), params, resources, progress, started, force)
 
 
 def _sources(paths: list | str | Path | object, params: IngestParams) -> list[DocSource]:
@@ -180,30 +191,38 @@ def _ingest(
     resources: db.Resources | None,
     progress: Progress | None,
     started: float,
+    force: bool,
 ) -> IngestSummary:
     resources = db.for_work(work, resources)
+    # the inputs before they are read: a file that grows while it is read is read again next time
+    recorded = {"fingerprint": fingerprint(sources, params), "files": input_files(sources)}
+    inputs = parsed.Inputs.of(sources, params.to_json(), params.limit)
+    kept = {} if force else parsed.whole_entries(work, inputs)
     with workdir.scratch(work, "ingest") as (raw_dir, staged):
-        summary = _ingest_into(staged, sources, work, params, resources, progress, raw_dir, started)
+        used = {file_no: int(entry["used"]) for file_no, (_, entry) in kept.items()}
+        n_read = _normalize_all(sources, used, params, resources.threads, raw_dir, progress)
+        keys, n_kept = parsed.keep_and_use(work, raw_dir, inputs, kept)
+        if n_read + n_kept == 0:
+            raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
+        summary = _finish(staged, sources, work, params, resources, raw_dir, started)
+        summary = replace(summary, files_read=len(sources) - len(kept), files_reused=len(kept))
         hint = partial(missing_columns_hint, sources, params.id_column, params.text_column)
         require_usable(summary, "document", hint)
-        _record(work, staged, sources, params, summary)
+        _record(work, staged, recorded, params, summary)
+    parsed.prune(work, keys)
     return summary
 
 
-def _ingest_into(
+def _finish(
     staged: Path,
     sources: list[DocSource],
     work: Path,
     params: IngestParams,
     resources: db.Resources,
-    progress: Progress | None,
     raw_dir: Path,
     started: float,
 ) -> IngestSummary:
-    """Normalize the documents and write the final tables into `staged`."""
-    n_read = _normalize_all(sources, params, resources.threads, raw_dir, progress)
-    if n_read == 0:
-        raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
+    """Write the final tables into `staged` from the raw tables of every input, and count them."""
     with open_engine("duckdb", resources) as engine:
         finalize(engine, raw_dir, staged, params.buckets)
         counts = count_rows(engine.con, staged)
@@ -233,25 +252,33 @@ def ingest_if_changed(
     force: bool = False,
 ) -> IngestSummary | None:
     """Run `ingest` unless the work folder already holds it for the same inputs and parameters (for an
-    in-memory table: the same rows, by their digest)."""
+    in-memory table: the same rows, by their digest); `force` reads every input again."""
     started = time.perf_counter()
     with workdir.writing(work):
         sources = _sources(paths, params)  # once: an in-memory table is digested as it is resolved
         current = fingerprint(sources, params)
         if workdir.extraction_up_to_date(Path(work), current, workdir.INGEST_TABLES, force):
             return None
-        return _ingest(sources, Path(work), params, resources, progress, started)
+        return _ingest(sources, Path(work), params, resources, progress, started, force)
 
 
 # --- reading and normalizing ------------------------------------------------------------------------
 
 
 def _normalize_all(
-    sources: list[DocSource], params: IngestParams, workers: int, raw_dir: Path, progress: Progress | None
+    sources: list[DocSource],
+    kept: dict[int, int],
+    params: IngestParams,
+    workers: int,
+    raw_dir: Path,
+    progress: Progress | None,
 ) -> int:
-    """Normalize every document into the raw tables (workers in parallel); returns the records read."""
+    """Normalize the documents of the inputs not kept (`kept`: position -> documents used) into
+    raw_dir/file-<n>/ (workers in parallel); returns the records read."""
+    if len(kept) == len(sources):
+        return 0
     return write_raw_tables(
-        _batches(sources, params),
+        _batches(sources, kept, params),
         partial(normalize_batch, params=params),
         _skipped_rows,
         lambda doc: len(doc.text or ""),
@@ -259,31 +286,42 @@ def _normalize_all(
         raw_dir,
         workers,
         progress,
+        by_file=True,
     )
 
 
-def _batches(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[list, list]]:
-    """Group records into (documents to normalize, documents skipped), each with its record_id
-    (batches.numbered); a batch holds at most params.batch_records documents and 32 Mi characters of text."""
-    return grouped(_sized(sources, params), params.batch_records, 32 * 2**20)
+def _batches(
+    sources: list[DocSource], kept: dict[int, int], params: IngestParams
+) -> Iterator[tuple[list, list]]:
+    """Group the records of the inputs not kept into (documents to normalize, documents skipped), each with
+    its record_id (batches.numbered); a batch holds one input's records, at most params.batch_records
+    documents and 32 Mi characters of text."""
+    used = [0]  # documents used before the next one, the kept inputs' too: what --limit counts
+    for file_no, source in enumerate(sources):
+        if file_no in kept:
+            used[0] += kept[file_no]
+        else:
+            items = _sized(file_no, source, params, used)
+            yield from grouped(items, params.batch_records, 32 * 2**20)
 
 
-def _sized(sources: list[DocSource], params: IngestParams) -> Iterator[tuple[tuple, int | None]]:
-    """Each document as (record_id, document) with its characters of text, or, skipped, as (record_id,
-    document without its text, n_bytes) with None. The limit and --require-label are applied here, in
-    input order, so the choice does not depend on the workers."""
-    used = 0
+def _sized(
+    file_no: int, source: DocSource, params: IngestParams, used: list[int]
+) -> Iterator[tuple[tuple, int | None]]:
+    """Each document of one input as (record_id, document) with its characters of text, or, skipped, as
+    (record_id, document without its text, n_bytes) with None. The limit and --require-label are applied
+    here, in input order, so the choice does not depend on the workers; `used` counts the documents used."""
     read = partial(iter_documents, id_column=params.id_column, text_column=params.text_column)
-    for record_id, doc in numbered(enumerate(sources), read):
+    for record_id, doc in numbered([(file_no, source)], read):
         reason = doc.skip_reason
         if reason is None and params.require_label and not doc.labels:
             reason = "no_label"
-        elif reason is None and params.limit is not None and used >= params.limit:
+        elif reason is None and params.limit is not None and used[0] >= params.limit:
             reason = "over_limit"
         if reason:
             yield (record_id, replace(doc, text=None, skip_reason=reason), _n_bytes(doc)), None
         else:
-            used += 1
+            used[0] += 1
             yield (record_id, doc), len(doc.text or "")
 
 
@@ -350,7 +388,8 @@ def _labels_batch(rows: list[tuple[int, str, str]]) -> pa.RecordBatch:
 def _write_labels(con, raw_dir: Path, work: Path) -> tuple[int, int, int]:
     """DIR/labels.parquet of the used documents (duplicate ids resolved); (rows, documents, distinct)."""
     out = work / "labels.parquet"
-    params = {"raw": str(raw_dir / "labels.parquet"), "pages": str(work / "pages.parquet"), "out": str(out)}
+    raw = sorted(str(path) for path in raw_dir.glob("**/labels.parquet"))
+    params = {"raw": raw, "pages": str(work / "pages.parquet"), "out": str(out)}
     con.execute(LABELS_SQL, params).fetchall()
     schemas.validate(out, "labels")
     query = "select count(*), count(distinct url), count(distinct label) from read_parquet($p)"
@@ -359,20 +398,21 @@ def _write_labels(con, raw_dir: Path, work: Path) -> tuple[int, int, int]:
 
 
 def fingerprint(sources: list[DocSource], params: IngestParams) -> str:
-    """What the ingest output depends on: the parameters and each input's path, format, size and mtime."""
-    data = {"kind": "documents", "params": params.to_json(), "inputs": input_files(sources)}
+    """What the ingest output depends on: the parameters and each input's path, format, size, mtime and the
+    xxh3 of its first and last MiB (an in-memory table's rows and digest): the rule of a kept input's key."""
+    edges = [parsed.content_edges(source) for source in sources]
+    data = {"kind": "documents", "params": params.to_json(), "inputs": input_files(sources), "edges": edges}
     return manifest.fingerprint(data)
 
 
-def _record(
-    work: Path, staged: Path, sources: list[DocSource], params: IngestParams, summary: IngestSummary
-) -> None:
+def _record(work: Path, staged: Path, recorded: dict, params: IngestParams, summary: IngestSummary) -> None:
     """Switch the staged tables in; the manifest's 'extract' entry, as extract writes it, marked kind
-    'documents', and whether its terms are shingles (`run` then keeps the sets whole: no min_df, max_df)."""
+    'documents', and whether its terms are shingles (`run` then keeps the sets whole: no min_df, max_df);
+    the fingerprint and input files as they were before the ingest read them (`recorded`)."""
     entry = {
-        "fingerprint": fingerprint(sources, params),
+        "fingerprint": recorded["fingerprint"],
         "kind": "documents",
         "shingled": params.shingle is not None,
         "params": params.to_json(),
     }
-    publish(work, staged, workdir.INGEST_TABLES, entry, input_files(sources), summary)
+    publish(work, staged, workdir.INGEST_TABLES, entry, recorded["files"], summary)

@@ -1,11 +1,12 @@
-"""Each input file's parsed raw tables, kept in DIR/parsed/<key>/ so that a later extraction parses only the
-inputs that are new or changed and runs the global SQL (sql/01..05) over the kept rows of the others.
+"""Each input's raw tables (a crawl file's parsed rows, a document file's or in-memory table's normalized
+rows), kept in DIR/parsed/<key>/ so that a later extraction or ingest reads only the inputs that are new or
+changed and runs the global SQL (sql/01..05) over the kept rows of the others.
 
-An entry's key is what counts as the same file parsed the same way (`file_key`). An entry is made whole in
+An entry's key is what counts as the same input read the same way (`Inputs.key`). An entry is made whole in
 DIR/tmp and renamed into place, and its entry.json lists its files with their sizes, so a killed run never
 leaves a part of an entry that is taken as valid. Entries are hard links to the raw tables of the run that
-parsed them (a copy where links are refused); a kept entry is linked back into the next run's raw folder, or
-rewritten with its record ids moved when its file's position among the inputs changed.
+read them (a copy where links are refused); a kept entry is linked back into the next run's raw folder, or
+rewritten with its record ids moved when its input's position among the inputs changed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -21,44 +23,85 @@ import pyarrow.parquet as pq
 import xxhash
 
 from lshsql import manifest
-from lshsql.sources.readers import Source
 
 PARSED = "parsed"
 ENTRY = "entry.json"
 EDGE = 2**20  # the bytes read at each end of a file for its content fingerprint
 
 
-def file_key(source: Source, params: dict) -> str | None:
-    """The key of a file's entry: its path as given and resolved, kind, size, mtime (ns) and an xxh3 of its
-    first and last MiB, the extraction parameters and the versions of lshsql and its libraries. None for a
-    folder of pages (its files are not fingerprinted, so it is parsed every time) or a file that cannot be
-    read (its reader says why, in its own words)."""
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs of an extraction or ingest as their entries are keyed: each source, what it held before it
+    was read (`content`, taken once, up front), the options its rows depend on and, for `ingest --limit`,
+    the limit: an input's rows then depend on the documents used before it too (`key`)."""
+
+    sources: list
+    seen: list[dict | None]
+    options: dict
+    limit: int | None = None
+
+    @classmethod
+    def of(cls, sources: list, options: dict, limit: int | None = None) -> Inputs:
+        """The inputs with their content as it is now, before any is read."""
+        return cls(sources, [content(source) for source in sources], options, limit)
+
+    def key(self, file_no: int, used_before: int) -> str | None:
+        """The key of an input's entry: its path as given, kind and base URL, what it held (`content`), the
+        options, the versions of lshsql and its libraries and, with a limit, the documents used before it
+        (at most the limit: past it, every usable document is over_limit). None when it is not kept."""
+        source, seen = self.sources[file_no], self.seen[file_no]
+        if seen is None:
+            return None
+        identity = {
+            "path": source.path,
+            "kind": source.kind,
+            "base_url": getattr(source, "base_url", None),
+            **seen,
+            "params": self.options,
+            "versions": manifest.versions(),
+        }
+        if self.limit is not None:
+            identity["used_before"] = min(used_before, self.limit)
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+    def used_after(self, used: int | None, n_used: int | None) -> int | None:
+        """The documents used before the next input (what a key counts, up to the limit), from those before
+        this one and this one's: None when unknown (this one not read yet, the limit not reached); 0
+        without a limit, where the count is not part of a key."""
+        if self.limit is None:
+            return 0
+        if used is not None and used >= self.limit:
+            return self.limit
+        return None if used is None or n_used is None else min(used + n_used, self.limit)
+
+
+def content(source) -> dict | None:
+    """What tells an input apart from a changed one, taken before it is read: a file's resolved path, size,
+    mtime (ns) and the xxh3 of its first and last MiB; an in-memory table's rows and digest (taken when
+    its source was resolved). None for a folder of pages (its files are not fingerprinted, so it is read
+    every time) or a file that cannot be read (its reader says why, in its own words)."""
     if source.kind == "htmldir":
         return None
+    if getattr(source, "table", None) is not None:
+        return {"rows": source.table.num_rows, "sha256": source.digest}
     path = Path(source.path)
     try:
         stat = path.stat()
         edges = _edges(path, stat.st_size)
     except OSError:
         return None
-    identity = {
-        "path": source.path,
+    return {
         "resolved": str(path.resolve()),
-        "kind": source.kind,
-        "base_url": source.base_url,
         "bytes": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
         "edges": edges,
-        "params": params,
-        "versions": manifest.versions(),
     }
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def content_edges(source: Source) -> str | None:
-    """The xxh3 of a file's first and last MiB (None for a folder of pages or a file that cannot be read):
-    with its size and mtime, what tells a rewritten file from the one extracted."""
-    if source.kind == "htmldir":
+def content_edges(source) -> str | None:
+    """The xxh3 of a file's first and last MiB (None for a folder of pages, an in-memory table or a file
+    that cannot be read): with its size and mtime, what tells a rewritten file from the one read."""
+    if source.kind == "htmldir" or getattr(source, "table", None) is not None:
         return None
     try:
         return _edges(Path(source.path), Path(source.path).stat().st_size)
@@ -76,14 +119,42 @@ def _edges(path: Path, size: int) -> str:
     return digest.hexdigest()
 
 
-def whole_entries(work: Path, keys: list[str | None]) -> dict[int, tuple[str, dict]]:
-    """The inputs (by position) whose entry is whole: {position: (key, its entry.json)}."""
-    found = {}
-    for file_no, key in enumerate(keys):
+def whole_entries(work: Path, inputs: Inputs) -> dict[int, tuple[str, dict]]:
+    """The inputs (by position) whose entry is whole: {position: (key, its entry.json)}. With a limit, an
+    input after one to be read is reused only once the limit is reached before it."""
+    found, used = {}, 0
+    for file_no in range(len(inputs.sources)):
+        key = inputs.key(file_no, used) if used is not None else None
         entry = _read_entry(work / PARSED / key) if key else None
         if entry is not None:
             found[file_no] = (key, entry)
+        used = inputs.used_after(used, entry.get("used") if entry else None)  # older entries lack it
     return found
+
+
+def keep_and_use(
+    work: Path, raw_dir: Path, inputs: Inputs, kept: dict[int, tuple[str, dict]]
+) -> tuple[set[str], int]:
+    """Once the inputs not in `kept` are read into raw_dir/file-<n>/: keep each as an entry (a folder of
+    pages excepted, and a file that changed while it was read: it is read again next time), and put the
+    kept entries into raw_dir. Returns the keys of the current inputs (`prune` drops the others) and the
+    records of the kept entries used."""
+    keys, records, used = set(), 0, 0
+    for file_no in range(len(inputs.sources)):
+        if file_no in kept:
+            key, entry = kept[file_no]
+            records += use(work, raw_dir, file_no, key, entry)
+        else:
+            key = inputs.key(file_no, used)
+            entry = None
+            if key and content(inputs.sources[file_no]) == inputs.seen[file_no]:
+                entry = keep(work, raw_dir, file_no, key)
+        if key:
+            keys.add(key)
+        if inputs.limit is not None:
+            n_used = entry["used"] if entry else _used(raw_dir / f"file-{file_no:06d}" / "pages.parquet")
+            used = inputs.used_after(used, n_used)
+    return keys, records
 
 
 def _read_entry(folder: Path) -> dict | None:
@@ -95,9 +166,9 @@ def _read_entry(folder: Path) -> dict | None:
     return entry if sizes == entry["files"] else None
 
 
-def keep(work: Path, raw_dir: Path, file_no: int, key: str) -> int:
+def keep(work: Path, raw_dir: Path, file_no: int, key: str) -> dict:
     """Make raw_dir/file-<file_no>/ (a file's raw tables, just parsed) the entry `key`, replacing any
-    entry of that key; returns the file's records (rows of its raw pages)."""
+    entry of that key; returns its entry.json: the file's records (rows of its raw pages) and those used."""
     source = raw_dir / f"file-{file_no:06d}"
     source.mkdir(parents=True, exist_ok=True)  # a file without records wrote nothing
     staged = work / "tmp" / f"{PARSED}-{key}"
@@ -108,14 +179,23 @@ def keep(work: Path, raw_dir: Path, file_no: int, key: str) -> int:
         _link(source / name, staged / name)
     pages = source / "pages.parquet"
     records = pq.ParquetFile(pages).metadata.num_rows if pages.exists() else 0
-    entry = {"file_no": file_no, "records": records, "files": {n: (staged / n).stat().st_size for n in files}}
+    sizes = {n: (staged / n).stat().st_size for n in files}
+    entry = {"file_no": file_no, "records": records, "used": _used(pages), "files": sizes}
     (staged / ENTRY).write_text(json.dumps(entry, indent=1), encoding="utf-8")
     target = work / PARSED / key
     target.parent.mkdir(exist_ok=True)
     if target.exists():  # --force parsed it again
         _drop(work, target)
     os.replace(staged, target)
-    return records
+    return entry
+
+
+def _used(pages: Path) -> int:
+    """The records of a raw pages table not skipped while read (what ingest --limit counts)."""
+    if not pages.exists():
+        return 0
+    skip = pq.read_table(pages, columns=["skip_reason"]).column(0)
+    return skip.null_count
 
 
 def use(work: Path, raw_dir: Path, file_no: int, key: str, entry: dict) -> int:

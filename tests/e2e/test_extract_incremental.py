@@ -249,6 +249,19 @@ def test_a_half_written_entry_is_not_taken(crawls, tmp_path):
     assert tables(work) == from_scratch([crawls["a"]], tmp_path)
 
 
+def test_an_entry_without_a_used_count_is_still_used(crawls, tmp_path):
+    """Entries made before they counted their used records (what ingest --limit reads) stay valid."""
+    work = tmp_path / "w"
+    run([crawls["a"]], work)
+    (entry,) = (work / parsed.PARSED).iterdir()
+    data = json.loads((entry / parsed.ENTRY).read_text(encoding="utf-8"))
+    assert data.pop("used") == 5  # a's 4 pages and b's old home page
+    (entry / parsed.ENTRY).write_text(json.dumps(data), encoding="utf-8")
+    again = run([crawls["a"], crawls["b"]], work)
+    assert (again.files_parsed, again.files_reused) == (1, 1)
+    assert tables(work) == from_scratch([crawls["a"], crawls["b"]], tmp_path)
+
+
 def test_a_folder_of_pages_is_parsed_every_time(crawls, tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
