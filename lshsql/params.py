@@ -54,7 +54,7 @@ class Params:
     freeze_idf: bool = _option(  # DIR/frozen_idf.parquet: written once, kept by later --freeze-idf runs
         False,
         "Keep the document frequencies and URL count of the first run with this option (DIR/frozen_idf"
-        ".parquet): a URL whose terms did not change keeps its bag when URLs are added, and its signature.",
+        ".parquet): a URL whose terms it all knows keeps its bag and signature when URLs are added.",
     )
     num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
     sketch: str = _option(

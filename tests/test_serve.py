@@ -306,6 +306,8 @@ def test_a_link_to_a_cluster_that_merged_opens_the_cluster_holding_its_pages(tmp
         assert status == 404 and "Traceback" not in body
         said[cluster_id] = re.findall(r'class="error">([^<]*)<', body)[0]
     assert html.unescape(said[1]) == "no cluster 1: merged into cluster 3 in run 3, which ended since"
+    with pytest.raises(InputError, match=r"^1: merged into cluster 3 in run 3, which ended since \("):
+        explore_show(work, 1)
     assert html.unescape(said[3]) == "no cluster 3: it ended in run 4; none of its members is in one now"
 
 

@@ -147,8 +147,8 @@ def _run(
                 summary.params = params
             vocabulary = None
             if stage.name == "bags" and params.freeze_idf:
-                if not (only and "bags" not in only):
-                    frozen.ensure(work)  # before the fingerprint, which takes the frozen file's identity
+                if not (only and "bags" not in only):  # before the fingerprint, which takes its identity
+                    frozen.ensure(work, frozen.described(params, bags is not None))
                 vocabulary = frozen.identity(work)
             fingerprint = _fingerprint(stage, params, fingerprints, bags is not None, vocabulary)
             fingerprints[stage.name] = fingerprint
@@ -165,6 +165,8 @@ def _run(
                 and _output_exists(work, stage.name, old)
                 and stage.name not in replaced
             ):
+                if stage.name == "bags" and params.freeze_idf:  # the bags are of the file just frozen
+                    frozen.publish(work)
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
                 progress.stage_finished(stage.name, 0.0, skipped=True)
                 continue
@@ -173,6 +175,8 @@ def _run(
             progress.stage_started(stage.name)
             started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
+            if stage.name == "bags" and params.freeze_idf:
+                frozen.publish(work)
             ran = extra.pop(COMPILED, None)
             if not extra.get("view"):
                 schemas.validate(output_path(work, stage.name), stage.name)

@@ -141,7 +141,7 @@ def ended_text(con: duckdb.DuckDBPyConnection, cluster_id: int) -> str | None:
     if event != "merged":
         return f"gone in run {run}"
     now = successor(con, cluster_id)
-    later = f", now cluster {now}" if now is not None and now != other else ""
+    later = ", which ended since" if now is None else f", now cluster {now}" if now != other else ""
     return f"merged into cluster {other} in run {run}{later}"
 
 

@@ -328,7 +328,7 @@ def cut(
     resources = db.for_work(work, resources)
     with db.connect(resources) as con:
         sqlfiles.register_inputs(con, {r: str(work / f"{r}.parquet") for r in ("cluster_tree", "urls")})
-        rows, last_id = tree.cut(con, threshold, out, last_ids.get(str(out), 0))
+        rows, last_id = tree.cut(con, threshold, out, last_ids.get(_cut_key(work, out), 0))
         clusters, largest, singletons = con.execute(
             "select count(*) filter (where is_center), max(size), count(*) filter (where size = 1) "
             "from read_parquet($p)",
@@ -338,9 +338,19 @@ def cut(
         label_rows = labels.write(con, work, out, out.with_name(f"{out.stem}_labels.parquet"), "cut_labels")
     counts = {"rows": rows, "clusters": clusters, "largest_cluster": largest or 0, "singletons": singletons}
     counts["label_rows"] = label_rows
-    last_ids = last_ids | {str(out): last_id}
+    last_ids = last_ids | {_cut_key(work, out): last_id}
     manifest.record_stage(
         work, "cut", {"threshold": threshold, "path": str(out), **counts, "last_ids": last_ids}
     )
     pipeline.write_catalog(work)
     return out, counts
+
+
+def _cut_key(work: Path, out: Path) -> str:
+    """A cut file as its largest id is kept in the manifest, however its path is written: relative to the
+    work folder when inside it, else absolute (both resolved)."""
+    resolved = out.resolve()
+    try:
+        return resolved.relative_to(work.resolve()).as_posix()
+    except ValueError:
+        return str(resolved)

@@ -285,3 +285,33 @@ def bag_rows(work: Path) -> dict[str, list[tuple]]:
             {"b": str(work / "bags.parquet"), "u": str(work / "urls.parquet")},
         ).fetchall()
     return dict(rows)
+
+
+def test_freeze_idf_refused_runs_freeze_nothing_and_other_bags_are_refused(tmp_path, example_run):
+    """A run refused (a table that repeats a (url, term)) leaves no frozen file: the next run freezes its own
+    counts. A frozen vocabulary of URL bags is refused for host bags (its df counted URLs)."""
+    from lshsql.errors import ParamError
+    from tests.conftest import copy_work
+
+    rows = [{"url": f"u{i}", "term": f"t{j}"} for i in range(30) for j in range(i % 5, i % 5 + 6)]
+    repeated = write_table(tmp_path / "repeated.parquet", rows + rows[:7])
+    plain = write_table(tmp_path / "plain.parquet", rows)
+    params = Params(weighting="tfidf", threshold=0.5, freeze_idf=True)
+    work = tmp_path / "w"
+    with pytest.raises(ParamError, match=r"^--freeze-idf needs one row per \(url, term\)"):
+        run(work, params, bags=repeated, resources=RESOURCES)
+    assert not (work / "frozen_idf.parquet").exists()
+    run(work, params, bags=plain, resources=RESOURCES)
+    run(tmp_path / "fresh", params, bags=plain, resources=RESOURCES)
+    for name in ("frozen_idf", "bags", "pairs"):
+        assert (work / f"{name}.parquet").read_bytes() == (
+            tmp_path / "fresh" / f"{name}.parquet"
+        ).read_bytes()
+
+    crawl = copy_work(example_run, tmp_path / "crawl")
+    run(crawl, Params(freeze_idf=True), resources=RESOURCES)
+    with pytest.raises(
+        ParamError,
+        match=r"counts other bags than this run's \(aliases true, input fragments, unit url; now aliases true, input fragments, unit host\): delete it",
+    ):
+        run(crawl, Params(freeze_idf=True, unit="host"), resources=RESOURCES)
