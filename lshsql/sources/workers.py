@@ -3,7 +3,9 @@ their rows streamed, in input order, to raw Parquet; a worker dies with the main
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import itertools
 import os
 import signal
@@ -16,6 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql.sources.nltk_import import only_lshsql_here
+
+# Allocations of container objects between the cyclic garbage collector's young collections: parsing a
+# page makes tens of thousands of lists and tuples, none of them in cycles, which Python's default (700)
+# collects again and again for nothing.
+GC_YOUNG_THRESHOLD = 50_000
 
 # called after each batch with (records read, bytes read) and, for inputs of known size, (input bytes
 # read, input bytes in all)
@@ -54,27 +61,28 @@ def write_raw_tables(
     # (record_id of the batch's first record, its rows or their future), in input order
     pending: deque[tuple[int, Future | tuple]] = deque()
     n_read = n_size = 0
-    try:
-        for batch, skipped in itertools.chain(head, batches):
-            n_read += len(batch) + len(skipped)
-            n_size += sum(size_of(record) for _, record in batch)
-            if skipped:
-                pending.append((skipped[0][0], skipped_rows(skipped)))
-            if batch:
-                pending.append((batch[0][0], pool.submit(parse, batch) if pool else parse(batch)))
-            while sum(isinstance(item, Future) for _, item in pending) > 2 * workers:
+    with fewer_collections():
+        try:
+            for batch, skipped in itertools.chain(head, batches):
+                n_read += len(batch) + len(skipped)
+                n_size += sum(size_of(record) for _, record in batch)
+                if skipped:
+                    pending.append((skipped[0][0], skipped_rows(skipped)))
+                if batch:
+                    pending.append((batch[0][0], pool.submit(parse, batch) if pool else parse(batch)))
+                while sum(isinstance(item, Future) for _, item in pending) > 2 * workers:
+                    out.write(*_result(pending.popleft()))
+                if progress and extent:
+                    last = max(batch[-1:] + skipped[-1:], key=lambda item: item[0])
+                    progress(n_read, n_size, extent[0](*last), extent[1])
+                elif progress:
+                    progress(n_read, n_size)
+            while pending:
                 out.write(*_result(pending.popleft()))
-            if progress and extent:
-                last = max(batch[-1:] + skipped[-1:], key=lambda item: item[0])
-                progress(n_read, n_size, extent[0](*last), extent[1])
-            elif progress:
-                progress(n_read, n_size)
-        while pending:
-            out.write(*_result(pending.popleft()))
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-        out.close()
+        finally:
+            if pool:
+                pool.shutdown(cancel_futures=True)
+            out.close()
     return n_read
 
 
@@ -110,10 +118,25 @@ class _Writers:
         self.writers = {}
 
 
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Young garbage collections every GC_YOUNG_THRESHOLD allocations instead of Python's default while
+    pages are parsed in this process; the threshold before is back afterwards."""
+    before = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def start_worker(parent: int) -> None:
-    """A worker process's start: it dies with the main process and runs nothing but lshsql."""
+    """A worker process's start: it dies with the main process and runs nothing but lshsql; the objects it
+    inherits (modules) leave the garbage collector's view, and collections are rarer (fewer_collections)."""
     die_with_parent(parent)
     only_lshsql_here()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def die_with_parent(parent: int) -> None:
