@@ -7,10 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,7 +20,7 @@ from lshsql.errors import InputError
 from lshsql.sources import parsed
 from lshsql.sources.extract import ExtractParams, extract, extract_if_changed
 from tests.conftest import html_response, write_warc
-from tests.e2e.test_work_folder import descendants
+from tests.e2e.test_work_folder import kill_9_while_workers_run
 
 PARAMS = ExtractParams(window=3, buckets=4)
 
@@ -292,15 +290,7 @@ def test_kill_9_while_parsing_an_added_input_keeps_the_last_result(crawls, tmp_p
     inputs = [crawls["a"], big_crawl(tmp_path / "big.warc.gz")]
     options = ["--window", "3", "--buckets", "4", "--threads", "2", "-q"]  # PARAMS
     command = [sys.executable, "-m", "lshsql", "extract", *inputs, "--work", str(work), *options]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    workers: set[int] = set()  # they live only while the added input is parsed
-    deadline = time.monotonic() + 60
-    while process.poll() is None and not workers and time.monotonic() < deadline:
-        workers = descendants(process.pid) - {process.pid}
-        time.sleep(0.005)
-    assert workers, "the extraction ended before it could be killed while parsing"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    assert kill_9_while_workers_run(command), "the extraction ended before it could be killed while parsing"
     assert tables(work) == before and entries(work) == kept
     assert manifest.read(work)["stages"]["extract"] == entry
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)

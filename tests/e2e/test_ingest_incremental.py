@@ -7,10 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +24,7 @@ from lshsql.pipeline import run as run_stages
 from lshsql.sources import parsed
 from lshsql.sources.ingest import IngestParams, ingest, ingest_if_changed
 from tests.conftest import write_table
-from tests.e2e.test_work_folder import descendants
+from tests.e2e.test_work_folder import kill_9_while_workers_run
 
 PARAMS = IngestParams(buckets=4)
 FRUIT = ["apple", "pear", "plum", "fig", "lime", "kiwi", "date", "sloe"]
@@ -316,15 +314,7 @@ def test_kill_9_while_reading_an_added_input_keeps_the_last_result(inputs, tmp_p
     paths = [inputs["a"], big_input(tmp_path / "big.jsonl")]
     options = ["--buckets", "4", "--threads", "2", "-q"]  # PARAMS
     command = [sys.executable, "-m", "lshsql", "ingest", *paths, "--work", str(work), *options]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    workers: set[int] = set()  # they live only while the added input is read
-    deadline = time.monotonic() + 60
-    while process.poll() is None and not workers and time.monotonic() < deadline:
-        workers = descendants(process.pid) - {process.pid}
-        time.sleep(0.005)
-    assert workers, "the ingest ended before it could be killed while reading"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    assert kill_9_while_workers_run(command), "the ingest ended before it could be killed while reading"
     assert tables(work) == before and entries(work) == kept
     assert manifest.read(work)["stages"]["extract"] == entry
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)

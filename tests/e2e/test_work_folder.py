@@ -306,6 +306,20 @@ def descendants(pid: int) -> set[int]:
     return children
 
 
+def kill_9_while_workers_run(command: list[str], timeout: float = 60) -> bool:
+    """Start `command`, SIGKILL it as soon as it has worker processes (they live only while inputs are read
+    or parsed), and wait for it; whether it had any before it ended or the timeout."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and not workers and time.monotonic() < deadline:
+        workers = descendants(process.pid) - {process.pid}
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return bool(workers)
+
+
 def running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
