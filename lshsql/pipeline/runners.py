@@ -166,6 +166,7 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     else:
         repeated = False
     if params.freeze_idf and (repeated or not fast):
+        output_path(work, stage.name).unlink()  # bags of a refused run: no stage may take them as its input
         raise ParamError(
             "--freeze-idf needs one row per (url, term): the bags table repeats one; add its rows up first"
         )

@@ -300,7 +300,7 @@ def test_freeze_idf_refused_runs_freeze_nothing_and_other_bags_are_refused(tmp_p
     work = tmp_path / "w"
     with pytest.raises(ParamError, match=r"^--freeze-idf needs one row per \(url, term\)"):
         run(work, params, bags=repeated, resources=RESOURCES)
-    assert not (work / "frozen_idf.parquet").exists()
+    assert not (work / "frozen_idf.parquet").exists() and not (work / "bags.parquet").exists()
     run(work, params, bags=plain, resources=RESOURCES)
     run(tmp_path / "fresh", params, bags=plain, resources=RESOURCES)
     for name in ("frozen_idf", "bags", "pairs"):
