@@ -280,3 +280,16 @@ def run_stage(
         RUNNERS[name](DuckDBEngine(con), stage, params, work, None)
     with duckdb.connect() as con:
         return con.read_parquet(str(output_path(work, name))).to_arrow_table().to_pylist()
+
+
+def clusters_by_id(work: Path) -> dict[int, tuple[str, int, list[str]]]:
+    """{cluster_id: (center, center_id, members in URL order)} of a work folder's clusters.parquet."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select cluster_id, any_value(center), any_value(center_id), list(url order by url) "
+            "from read_parquet($p) group by cluster_id",
+            {"p": str(work / "clusters.parquet")},
+        ).fetchall()
+    return {row[0]: row[1:] for row in rows}

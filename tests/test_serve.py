@@ -32,7 +32,15 @@ from lshsql.tools.dedup import DedupParams, dedup_files
 from lshsql.web import address, make_server
 from lshsql.web.pair import marked
 from lshsql.web.text import html_text, snippet
-from tests.conftest import EXAMPLE_CRAWL, REPO, copy_work, html_response, write_jsonl, write_warc
+from tests.conftest import (
+    EXAMPLE_CRAWL,
+    REPO,
+    clusters_by_id,
+    copy_work,
+    html_response,
+    write_jsonl,
+    write_warc,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("LSHSQL_TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -218,17 +226,6 @@ def test_errors_are_pages_with_a_status_never_a_traceback(example, path, status,
     assert got == status
     assert says in html.unescape(body) and "Traceback" not in body
     assert body.startswith("<!DOCTYPE html>")
-
-
-def clusters_by_id(work: Path) -> dict[int, tuple[str, int, list[str]]]:
-    """{cluster_id: (center, center_id, members in URL order)} of a work folder's clusters.parquet."""
-    with duckdb.connect() as con:
-        rows = con.execute(
-            "select cluster_id, any_value(center), any_value(center_id), list(url order by url) "
-            "from read_parquet($p) group by cluster_id",
-            {"p": str(work / "clusters.parquet")},
-        ).fetchall()
-    return {row[0]: row[1:] for row in rows}
 
 
 def cluster_link(body: str) -> str:

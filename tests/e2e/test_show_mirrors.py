@@ -17,7 +17,14 @@ from lshsql.pipeline import run
 from lshsql.sources import anchors
 from lshsql.sources.extract import ExtractParams, extract
 from lshsql.tools.show import NOT_FETCHED, cluster_members, stored_html
-from tests.conftest import html_response, shared, write_jsonl, write_single_member_gzip, write_warc
+from tests.conftest import (
+    clusters_by_id,
+    html_response,
+    shared,
+    write_jsonl,
+    write_single_member_gzip,
+    write_warc,
+)
 from tests.test_cli import lshsql
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)
@@ -191,13 +198,10 @@ def test_show_prints_the_members_with_titles_offsets_and_in_degrees(mirrored):
 
 def clusters_of(work) -> dict[int, tuple[int, list[str]]]:
     """{cluster_id: (center_id, members in URL order)} of a work folder's clusters.parquet."""
-    with duckdb.connect() as con:
-        rows = con.execute(
-            "select cluster_id, any_value(center_id), list(url order by url) from read_parquet($p) "
-            "group by cluster_id",
-            {"p": str(work / "clusters.parquet")},
-        ).fetchall()
-    return {cluster_id: (center_id, members) for cluster_id, center_id, members in rows}
+    return {
+        cluster_id: (center_id, members)
+        for cluster_id, (_, center_id, members) in clusters_by_id(work).items()
+    }
 
 
 @pytest.fixture(scope="module")
