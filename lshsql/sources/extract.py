@@ -30,7 +30,15 @@ from lshsql.engines.base import ENGINES, Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.sources import parsed
 from lshsql.sources.batches import RAW_TABLES, grouped, numbered
-from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
+from lshsql.sources.final_tables import (
+    bytes_read_now,
+    count_rows,
+    finalize,
+    input_files,
+    publish,
+    require_usable,
+    time_line,
+)
 from lshsql.sources.jsonl import first_object
 from lshsql.sources.parse import (
     OVER_CAP_SCHEMA,
@@ -135,11 +143,10 @@ class ExtractSummary:
     files: list[str] = field(default_factory=list)
     files_parsed: int = 0  # inputs read and parsed by this extraction
     files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
+    html_bytes_parsed: int | None = None  # of html_bytes, those parsed now (None: all of them)
 
     def lines(self) -> list[str]:
         """The summary `lshsql extract` prints."""
-        mb = self.html_bytes / 1e6
-        rate = mb / self.seconds if self.seconds else 0.0
         over_cap = (
             f"  links over --max-links: {self.links_over_cap} on {self.pages_over_cap} pages, not extracted"
         )
@@ -161,7 +168,7 @@ class ExtractSummary:
             f"URL aliases:     {sum(self.aliases.values())} ("
             + ", ".join(f"{self.aliases.get(kind, 0)} {kind}" for kind in ("redirect", "canonical"))
             + f"), {self.links_collapsed} links collapsed",
-            f"time:            {self.seconds:.2f} s, {mb:.1f} MB of HTML, {rate:.1f} MB/s",
+            time_line(self.seconds, self.html_bytes, self.html_bytes_parsed, "HTML"),
             f"output:          {self.work}/pages.parquet, links.parquet, fragments/, url_aliases.parquet",
         ]
 
@@ -235,6 +242,7 @@ def _extract(
         with db.connect(resources) as con:
             counts = count_rows(con, staged)
             over_cap = _links_over_cap(con, raw_dir, staged)
+            parsed_now = bytes_read_now(con, staged, [file_no for file_no, _ in todo]) if kept else None
         summary = ExtractSummary(
             work=work,
             **counts,
@@ -243,6 +251,7 @@ def _extract(
             files=[s.path for s in sources],
             files_parsed=len(todo),
             files_reused=len(kept),
+            html_bytes_parsed=parsed_now,
         )
         require_usable(summary, "HTML page", partial(documents_hint, sources))
         _record(work, staged, recorded, params, summary)

@@ -84,6 +84,28 @@ def count_rows(con, work: Path) -> dict:
     )
 
 
+def bytes_read_now(con, work: Path, file_numbers: list[int]) -> int:
+    """Bytes of the used pages of the inputs numbered `file_numbers` (a record_id's high 32 bits): what an
+    extraction or ingest that reused the kept rows of its other inputs read itself."""
+    return int(
+        db.scalar(
+            con,
+            "select coalesce(sum(n_bytes), 0) from read_parquet($p) "
+            "where skip_reason is null and list_contains($files, record_id >> 32)",
+            {"p": str(work / "pages.parquet"), "files": file_numbers},
+        )
+    )
+
+
+def time_line(seconds: float, total_bytes: int, bytes_now: int | None, what: str) -> str:
+    """The summary's time line: the MB of `what` the tables hold and the rate at which they were read; when
+    some inputs were reused (bytes_now is not None), the rate is of the bytes read now."""
+    read = total_bytes if bytes_now is None else bytes_now
+    rate = read / 1e6 / seconds if seconds else 0.0
+    now = "" if bytes_now is None else f" ({bytes_now / 1e6:.1f} MB read now)"
+    return f"time:            {seconds:.2f} s, {total_bytes / 1e6:.1f} MB of {what}{now}, {rate:.1f} MB/s"
+
+
 def input_files(sources: list) -> list[dict]:
     """Each input's path, kind (or format), size and mtime: what the fingerprint depends on; for an
     in-memory table (ingest's, documents.DocSource) its name, rows and digest instead."""

@@ -36,7 +36,15 @@ from lshsql.sources.documents import (
     missing_columns_hint,
     resolve_documents,
 )
-from lshsql.sources.final_tables import count_rows, finalize, input_files, publish, require_usable
+from lshsql.sources.final_tables import (
+    bytes_read_now,
+    count_rows,
+    finalize,
+    input_files,
+    publish,
+    require_usable,
+    time_line,
+)
 from lshsql.sources.records import path_text
 from lshsql.sources.text import LANGUAGES, SurfaceForms, TextOptions, words
 from lshsql.sources.workers import Progress, write_raw_tables
@@ -128,11 +136,10 @@ class IngestSummary:
     files: list[str] = field(default_factory=list)
     files_read: int = 0  # inputs read by this ingest
     files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
+    text_bytes_read: int | None = None  # of text_bytes, those read now (None: all of them)
 
     def lines(self) -> list[str]:
         """The summary `lshsql ingest` prints."""
-        mb = self.text_bytes / 1e6
-        rate = mb / self.seconds if self.seconds else 0.0
         return [
             f"files read:      {len(self.files)}"
             + (f" ({self.files_read} read, {self.files_reused} reused)" if self.files_reused else ""),
@@ -143,7 +150,7 @@ class IngestSummary:
             f"labels:          {self.labels} rows, {self.distinct_labels} distinct, "
             f"on {self.labelled_documents} documents",
             f"URLs described:  {self.urls_described}",
-            f"time:            {self.seconds:.2f} s, {mb:.1f} MB of text, {rate:.1f} MB/s",
+            time_line(self.seconds, self.text_bytes, self.text_bytes_read, "text"),
             f"output:          {self.work}/pages.parquet, links.parquet, fragments/, labels.parquet",
         ]
 
@@ -204,8 +211,8 @@ def _ingest(
         keys, n_kept = parsed.keep_and_use(work, raw_dir, inputs, kept)
         if n_read + n_kept == 0:
             raise InputError(f"no documents: no records in {', '.join(s.path for s in sources)}")
-        summary = _finish(staged, sources, work, params, resources, raw_dir, started)
-        summary = replace(summary, files_read=len(sources) - len(kept), files_reused=len(kept))
+        read_now = [file_no for file_no in range(len(sources)) if file_no not in kept] if kept else None
+        summary = _finish(staged, sources, work, params, resources, raw_dir, started, read_now)
         hint = partial(missing_columns_hint, sources, params.id_column, params.text_column)
         require_usable(summary, "document", hint)
         _record(work, staged, recorded, params, summary)
@@ -221,12 +228,15 @@ def _finish(
     resources: db.Resources,
     raw_dir: Path,
     started: float,
+    read_now: list[int] | None,
 ) -> IngestSummary:
-    """Write the final tables into `staged` from the raw tables of every input, and count them."""
+    """Write the final tables into `staged` from the raw tables of every input, and count them; read_now:
+    the numbers of the inputs read now when others were reused (None: all were read)."""
     with open_engine("duckdb", resources) as engine:
         finalize(engine, raw_dir, staged, params.buckets)
         counts = count_rows(engine.con, staged)
         labels = _write_labels(engine.con, raw_dir, staged)
+        bytes_now = None if read_now is None else bytes_read_now(engine.con, staged, read_now)
     return IngestSummary(
         work=work,
         records_read=counts["records_read"],
@@ -240,6 +250,9 @@ def _finish(
         distinct_labels=labels[2],
         seconds=time.perf_counter() - started,
         files=[s.path for s in sources],
+        files_read=len(sources) if read_now is None else len(read_now),
+        files_reused=0 if read_now is None else len(sources) - len(read_now),
+        text_bytes_read=bytes_now,
     )
 
 

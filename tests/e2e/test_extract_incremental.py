@@ -94,6 +94,10 @@ def test_an_added_input_is_the_only_one_parsed(crawls, tmp_path):
     pages = pq.read_table(work / "pages.parquet").to_pylist()
     home = {p["title"]: p["skip_reason"] for p in pages if p["url"] == "http://b.example/"}
     assert home == {"old home": "duplicate_url", "B home": None}
+    # the rate is of the HTML parsed now: the used pages of b, the second input
+    parsed_now = sum(p["n_bytes"] for p in pages if p["skip_reason"] is None and p["record_id"] >> 32 == 1)
+    assert first.html_bytes_parsed is None and 0 < both.html_bytes_parsed == parsed_now < both.html_bytes
+    assert f"MB of HTML ({parsed_now / 1e6:.1f} MB read now), " in both.lines()[-2]
 
 
 def test_a_changed_input_is_parsed_again(crawls, tmp_path):

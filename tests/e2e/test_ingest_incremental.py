@@ -107,6 +107,10 @@ def test_an_added_input_is_the_only_one_read(inputs, tmp_path):
     labels = pq.read_table(work / "labels.parquet").to_pylist()
     assert [row["label"] for row in labels if row["url"] == "shared"] == ["b", "both"]  # b's, read last
     assert {row["url"] for row in labels} >= {"a0", "b5"}
+    pages = pq.read_table(work / "pages.parquet").to_pylist()
+    read_now = sum(p["n_bytes"] for p in pages if p["skip_reason"] is None and p["record_id"] >> 32 == 1)
+    assert first.text_bytes_read is None and 0 < both.text_bytes_read == read_now < both.text_bytes
+    assert f"MB of text ({read_now / 1e6:.1f} MB read now), " in both.lines()[-2]
 
 
 def test_a_changed_input_is_read_again(inputs, tmp_path):
