@@ -6,6 +6,8 @@ Cases (--cases), each timed as whole processes (wall, CPU of the process and its
 tree):
 - crawls: the run of ../shared/data/crawls/postgresql15.warc.gz, then the same folder given that crawl and
   fixture-small.warc.gz (4 unrelated sites, a tenth as many pages), against a fresh folder given both;
+- grown: postgresql15.warc.gz split in two files by its responses, every tenth in the second (made once in
+  --data): the run of the first, then of both (the whole crawl, a tenth of its pages new);
 - handbook, handbook-frozen: the same with fixture-handbook-neardup.warc.gz (one other site) added, the
   second with --freeze-idf in all three runs (a fresh folder's first --freeze-idf run is a plain run: the
   reference; the frozen rerun's pairs differ from it by design);
@@ -85,6 +87,25 @@ def grow_bags(data: Path, docs: int) -> tuple[Path, Path]:
             {"grown": str(grown), "docs": docs, "base": str(base)},
         )
     return base, grown
+
+
+def split_crawl(crawl: Path, data: Path) -> tuple[Path, Path]:
+    """DATA/first.warc.gz (crawl's records but every tenth response) and DATA/tenth.warc.gz (those)."""
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.warcwriter import WARCWriter
+
+    first, tenth = data / "first.warc.gz", data / "tenth.warc.gz"
+    if first.exists() and tenth.exists():
+        return first, tenth
+    data.mkdir(parents=True, exist_ok=True)
+    with crawl.open("rb") as source, first.open("wb") as a, tenth.open("wb") as b:
+        most, rest = WARCWriter(a, gzip=True), WARCWriter(b, gzip=True)
+        responses = 0
+        for record in ArchiveIterator(source):
+            responses += record.rec_type == "response"
+            is_tenth = record.rec_type == "response" and responses % 10 == 0
+            (rest if is_tenth else most).write_record(record)
+    return first, tenth
 
 
 def same_rows(a: Path, b: Path, table: str) -> bool:
@@ -174,7 +195,7 @@ def main() -> None:
     parser.add_argument("--crawls", type=Path, default=Path("../shared/data/crawls"))
     parser.add_argument("--data", type=Path, default=Path("bench-data/incremental"))
     parser.add_argument("--out", type=Path, default=Path("bench/RESULTS.md"))
-    parser.add_argument("--cases", default="crawls,handbook,handbook-frozen,bags")
+    parser.add_argument("--cases", default="crawls,grown,handbook,handbook-frozen,bags")
     args = parser.parse_args()
     chosen = args.cases.split(",")
     scratch = args.data / "work"
@@ -182,8 +203,10 @@ def main() -> None:
     old, new = str(args.crawls / "postgresql15.warc.gz"), str(args.crawls / "fixture-small.warc.gz")
     handbook = str(args.crawls / "fixture-handbook-neardup.warc.gz")
     bags = ["--weighting", "none", "--threshold", str(args.threshold)]
+    part, tenth = (str(p) for p in split_crawl(Path(old), args.data / "grown"))
     plans = {
         "crawls": ("postgresql15 + fixture-small", [old], [old, new]),
+        "grown": ("postgresql15, 90 % of its pages + the other 10 %", [part], [part, tenth]),
         "handbook": ("postgresql15 + handbook", [old], [old, handbook]),
         "handbook-frozen": (
             "postgresql15 + handbook, --freeze-idf",

@@ -1,12 +1,15 @@
 """`lshsql run --engine spark` gives exactly the pairs and clusters `lshsql run` (DuckDB) gives, on a small
-synthetic bags table with planted near-duplicates; and the engine is not part of the stages' fingerprints.
+synthetic bags table with planted near-duplicates, also in a rerun with --freeze-idf; and the engine is not
+part of the stages' fingerprints.
 
-Needs pyspark and Java (skipped without them). One Spark run, local[2], in a subprocess (the real CLI).
+Needs pyspark and Java (skipped without them). Each test runs Spark once, local[2], in a subprocess (the
+real CLI).
 """
 
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +76,35 @@ def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("up to date") == 11, again.stdout
+
+
+def test_a_spark_rerun_with_a_frozen_vocabulary_gives_duckdbs(tmp_path):
+    """--freeze-idf on a table that grew: the first run freezes df and N, the rerun in the same folder keeps
+    them. Spark, rerun in a copy of the first run's folder (the engine is no stage parameter), gives the
+    rows DuckDB's rerun gives."""
+    before = write_docs(tmp_path / "before.parquet", n_docs=200)
+    after = write_docs(tmp_path / "after.parquet", n_docs=300)  # the same seed: before's rows and more
+    frozen = ["--weighting", "tfidf", "--threshold", "0.5", "--freeze-idf", "--quiet"]
+    duck, spark = tmp_path / "duckdb", tmp_path / "spark"
+    result = lshsql("run", "--bags", str(before), "--work", str(duck), *frozen)
+    assert result.returncode == 0, result.stderr
+    first_frozen = (duck / "frozen_idf.parquet").read_bytes()
+    shutil.copytree(duck, spark)
+    result = lshsql("run", "--bags", str(after), "--work", str(duck), *frozen)
+    assert result.returncode == 0, result.stderr
+    result = lshsql(
+        "run", "--bags", str(after), "--work", str(spark), *frozen,
+        "--engine", "spark", "--spark-master", "local[2]", *FAST_START,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for work in (duck, spark):  # kept by the rerun, not frozen again
+        assert (work / "frozen_idf.parquet").read_bytes() == first_frozen
+    n_before = len(set(pq.read_table(before).column("url").to_pylist()))
+    assert {r["corpus_urls"] for r in rows(duck, "frozen_idf")} == {n_before}
+    assert n_before < len(rows(duck, "urls"))  # the rerun has more URLs than the frozen N
+    for table in ("urls", "bags", "signatures", "pairs", "clusters"):
+        assert rows(spark, table) == rows(duck, table), table
+    assert len(rows(duck, "pairs")) > 20
 
 
 def test_settings_the_rows_depend_on_cannot_be_overridden():
