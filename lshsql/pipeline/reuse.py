@@ -40,7 +40,6 @@ DIGESTS = "digests.parquet"  # the bags of the current signatures, written by th
 KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
 BATCH_ROWS = 1 << 20
 DIGEST_FORM = 2  # the digests' formula (bag_digests): another one makes every bag look changed
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # spreads a term's copies over all 64 bits before the mix
 
 
 @dataclass(frozen=True)
@@ -71,22 +70,20 @@ def key(name: str, params: Params) -> str:
 
 def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     """Write (url_id, url, digest) for each URL with a bag, the digest a 64-bit sum of a mix of each
-    (term_hash, copies): equal for equal bags whatever their row order. The sums are taken in batches of
-    bags (memory holds one batch and two numbers per URL); DuckDB joins the URLs to them."""
+    (term_hash, copies) (engines/digests.py): equal for equal bags whatever their row order. The sums are
+    taken in batches of bags (memory holds one batch and two numbers per URL); DuckDB joins the URLs to
+    them."""
+    from lshsql.engines.digests import add_bag_digests  # numba: imported when a run signs bags
+
     n_urls = pq.ParquetFile(output_path(work, "urls")).metadata.num_rows  # url_id 1..N (sql/15_urls.sql)
     sums = np.zeros(n_urls + 1, dtype=np.uint64)
     counts = np.zeros(n_urls + 1, dtype=np.int64)
-    bags = pq.ParquetFile(output_path(work, "bags"))
-    for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"]):
-        ids = batch.column(0).to_numpy()
-        if len(ids) == 0:
-            continue
-        mixed = _mix(
-            batch.column(1).to_numpy().view(np.uint64) ^ _copies(batch.column(2).to_numpy()) * GOLDEN
-        )
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-        np.add.at(sums, ids[starts], np.add.reduceat(mixed, starts))
-        np.add.at(counts, ids[starts], np.diff(np.r_[starts, len(ids)]))
+    # without pre-buffering, which reads ahead up to the whole file (memory as large as the bags), and on
+    # one thread, since the kernel is the cheap part
+    bags = pq.ParquetFile(output_path(work, "bags"), pre_buffer=False)
+    for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"], use_threads=False):
+        ids, terms, weights = (column.to_numpy() for column in batch.columns)
+        add_bag_digests(ids, terms, weights, sums, counts)
     with_bag = np.flatnonzero(counts)
     by_id = out.with_name("digests_by_id.parquet")
     by_id.parent.mkdir(parents=True, exist_ok=True)
@@ -103,25 +100,6 @@ def _int64s(values: np.ndarray) -> pa.Array:
     """A BIGINT Arrow array on the numpy buffer: pa.array(numpy) would import pandas, which nothing needs."""
     data = np.ascontiguousarray(values).view(np.int64)
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
-
-
-def _copies(weights: np.ndarray) -> np.ndarray:
-    """greatest(1, round(weight)) as the stages take it, rounding half away from zero (weights are
-    positive): whole part plus one when the fraction, exact in floating point, is at least a half."""
-    if weights.max() < 1.5:  # sets and weighting none: one copy each, without the passes below
-        return np.ones(len(weights), dtype=np.uint64)
-    whole = np.trunc(weights)
-    return np.maximum(whole + (weights - whole >= 0.5), 1).astype(np.uint64)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (Steele, Lea & Flood 2014), wrapping in 64 bits, in place in `z`."""
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return z
 
 
 def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:

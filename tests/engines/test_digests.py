@@ -1,0 +1,60 @@
+"""The bag digests reuse compares (engines/digests.py) against the formula written out row by row in Python:
+sum over a bag's rows of splitmix64's finalizer of term_hash XOR copies * golden, copies = round(weight)
+(halves away from zero), at least 1; and equal whatever the order of the rows."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from lshsql.engines.digests import add_bag_digests
+
+MASK = 2**64 - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def finalize(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def copies(weight: float) -> int:
+    whole = int(weight)  # weights are positive: int() is the floor
+    return max(whole + (1 if weight - whole >= 0.5 else 0), 1)
+
+
+def reference(rows: list[tuple[int, int, float]], n_urls: int) -> tuple[list[int], list[int]]:
+    sums, counts = [0] * (n_urls + 1), [0] * (n_urls + 1)
+    for url_id, term_hash, weight in rows:
+        sums[url_id] = (sums[url_id] + finalize(term_hash ^ (copies(weight) * GOLDEN) & MASK)) & MASK
+        counts[url_id] += 1
+    return sums, counts
+
+
+def kernel(rows: list[tuple[int, int, float]], n_urls: int) -> tuple[list[int], list[int]]:
+    sums, counts = np.zeros(n_urls + 1, np.uint64), np.zeros(n_urls + 1, np.int64)
+    ids, terms, weights = (np.array(column) for column in zip(*rows, strict=True))
+    add_bag_digests(ids.astype(np.int64), terms.astype(np.int64), weights.astype(np.float64), sums, counts)
+    return [int(s) for s in sums], [int(c) for c in counts]
+
+
+def test_digests_follow_the_formula_and_ignore_row_order():
+    rng = random.Random(5)
+    weights = [1.0, 0.2, 0.5, 1.5, 2.5, 2.4999999, 3.0, 7.5, 100.0]  # halves round up; below 1 counts once
+    rows = [
+        (rng.randint(1, 40), rng.randrange(2**63), rng.choice(weights) if rng.random() < 0.5 else 1.0)
+        for _ in range(2_000)
+    ]
+    expected = reference(rows, 40)
+    assert kernel(rows, 40) == expected
+    rng.shuffle(rows)
+    assert kernel(rows, 40) == expected
+    assert expected[1][0] == 0 and sum(expected[1]) == 2_000
+
+
+def test_a_different_copy_count_changes_the_digest():
+    one = kernel([(1, 12345, 1.0)], 1)
+    assert kernel([(1, 12345, 0.3)], 1) == one  # below 1: one copy still
+    assert kernel([(1, 12345, 1.5)], 1) != one  # two copies
