@@ -34,6 +34,13 @@ def lshsql(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_bags(docs: Path, work: Path, *options: str, spark: bool = False) -> None:
+    """`lshsql run --bags docs --work work` with options, on Spark local[2] if `spark`; it must succeed."""
+    on_spark = ["--engine", "spark", "--spark-master", "local[2]", *FAST_START] if spark else []
+    result = lshsql("run", "--bags", str(docs), "--work", str(work), *options, *on_spark)
+    assert result.returncode == 0, result.stderr
+
+
 def write_docs(path: Path, n_docs: int = 300, seed: int = 11) -> Path:
     """Bags (url, term) of n_docs documents: groups of 1-4 near-duplicates of a random base of 30 terms
     (each member drops ~12 % of the base and adds 3 random terms) over a vocabulary of 600."""
@@ -57,13 +64,8 @@ def rows(work: Path, table: str) -> list[dict]:
 def test_spark_run_gives_duckdbs_pairs_and_clusters(tmp_path):
     docs = write_docs(tmp_path / "docs.parquet")
     duck, spark = tmp_path / "duckdb", tmp_path / "spark"
-    result = lshsql("run", "--bags", str(docs), "--work", str(duck), *COMMON)
-    assert result.returncode == 0, result.stderr
-    result = lshsql(
-        "run", "--bags", str(docs), "--work", str(spark), *COMMON,
-        "--engine", "spark", "--spark-master", "local[2]", *FAST_START,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    run_bags(docs, duck, *COMMON)
+    run_bags(docs, spark, *COMMON, spark=True)
     pairs = rows(duck, "pairs")
     assert len(pairs) > 50 and rows(spark, "pairs") == pairs
     clusters = rows(duck, "clusters")
@@ -86,17 +88,11 @@ def test_a_spark_rerun_with_a_frozen_vocabulary_gives_duckdbs(tmp_path):
     after = write_docs(tmp_path / "after.parquet", n_docs=300)  # the same seed: before's rows and more
     frozen = ["--weighting", "tfidf", "--threshold", "0.5", "--freeze-idf", "--quiet"]
     duck, spark = tmp_path / "duckdb", tmp_path / "spark"
-    result = lshsql("run", "--bags", str(before), "--work", str(duck), *frozen)
-    assert result.returncode == 0, result.stderr
+    run_bags(before, duck, *frozen)
     first_frozen = (duck / "frozen_idf.parquet").read_bytes()
     shutil.copytree(duck, spark)
-    result = lshsql("run", "--bags", str(after), "--work", str(duck), *frozen)
-    assert result.returncode == 0, result.stderr
-    result = lshsql(
-        "run", "--bags", str(after), "--work", str(spark), *frozen,
-        "--engine", "spark", "--spark-master", "local[2]", *FAST_START,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    run_bags(after, duck, *frozen)
+    run_bags(after, spark, *frozen, spark=True)
     for work in (duck, spark):  # kept by the rerun, not frozen again
         assert (work / "frozen_idf.parquet").read_bytes() == first_frozen
     n_before = len(set(pq.read_table(before).column("url").to_pylist()))
