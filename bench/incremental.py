@@ -98,13 +98,16 @@ def split_crawl(crawl: Path, data: Path) -> tuple[Path, Path]:
     if first.exists() and tenth.exists():
         return first, tenth
     data.mkdir(parents=True, exist_ok=True)
-    with crawl.open("rb") as source, first.open("wb") as a, tenth.open("wb") as b:
+    partial = [path.with_name(f"{path.name}.part") for path in (first, tenth)]
+    with crawl.open("rb") as source, partial[0].open("wb") as a, partial[1].open("wb") as b:
         most, rest = WARCWriter(a, gzip=True), WARCWriter(b, gzip=True)
         responses = 0
         for record in ArchiveIterator(source):
             responses += record.rec_type == "response"
             is_tenth = record.rec_type == "response" and responses % 10 == 0
             (rest if is_tenth else most).write_record(record)
+    for done, path in zip(partial, (first, tenth), strict=True):  # whole files only: a killed split is redone
+        os.replace(done, path)
     return first, tenth
 
 
@@ -203,7 +206,9 @@ def main() -> None:
     old, new = str(args.crawls / "postgresql15.warc.gz"), str(args.crawls / "fixture-small.warc.gz")
     handbook = str(args.crawls / "fixture-handbook-neardup.warc.gz")
     bags = ["--weighting", "none", "--threshold", str(args.threshold)]
-    part, tenth = (str(p) for p in split_crawl(Path(old), args.data / "grown"))
+    part, tenth = (
+        (str(p) for p in split_crawl(Path(old), args.data / "grown")) if "grown" in chosen else ("", "")
+    )
     plans = {
         "crawls": ("postgresql15 + fixture-small", [old], [old, new]),
         "grown": ("postgresql15, 90 % of its pages + the other 10 %", [part], [part, tenth]),

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from lshsql import __version__, manifest, sqlfiles
 from lshsql.engines.base import Engine
+from lshsql.errors import InputError
 from lshsql.params import Params
 from lshsql.pipeline.stages import STAGES, output_path
 
@@ -79,10 +80,15 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     sums = np.zeros(n_urls + 1, dtype=np.uint64)
     counts = np.zeros(n_urls + 1, dtype=np.int64)
     # without pre-buffering, which reads ahead up to the whole file (memory as large as the bags), and on
-    # one thread, since the kernel is the cheap part
+    # one thread, which measured faster for this loop
     bags = pq.ParquetFile(output_path(work, "bags"), pre_buffer=False)
     for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"], use_threads=False):
         ids, terms, weights = (column.to_numpy() for column in batch.columns)
+        if len(ids) and (ids.min() < 1 or ids.max() > n_urls):  # the kernel indexes sums unchecked
+            outside = int(ids.min() if ids.min() < 1 else ids.max())
+            raise InputError(
+                f"{output_path(work, 'bags')}: url_id {outside} is not one of urls.parquet's 1..{n_urls}"
+            )
         add_bag_digests(ids, terms, weights, sums, counts)
     with_bag = np.flatnonzero(counts)
     by_id = out.with_name("digests_by_id.parquet")

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import random
 
+import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
+from lshsql.engines.base import DuckDBEngine
 from lshsql.engines.digests import add_bag_digests
+from lshsql.errors import InputError
+from lshsql.pipeline import reuse
 
 MASK = 2**64 - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -42,7 +49,8 @@ def kernel(rows: list[tuple[int, int, float]], n_urls: int) -> tuple[list[int], 
 
 def test_digests_follow_the_formula_and_ignore_row_order():
     rng = random.Random(5)
-    weights = [1.0, 0.2, 0.5, 1.5, 2.5, 2.4999999, 3.0, 7.5, 100.0]  # halves round up; below 1 counts once
+    # halves round up, below 1 counts once; 1e15 + 0.5 is the largest half a weight (MAX_WEIGHT) can hold
+    weights = [1.0, 0.2, 0.5, 1.5, 2.5, 2.4999999, 3.0, 7.5, 100.0, 1e15, 1e15 - 0.5, 2.0**40 + 0.5]
     rows = [
         (rng.randint(1, 40), rng.randrange(2**63), rng.choice(weights) if rng.random() < 0.5 else 1.0)
         for _ in range(2_000)
@@ -58,3 +66,17 @@ def test_a_different_copy_count_changes_the_digest():
     one = kernel([(1, 12345, 1.0)], 1)
     assert kernel([(1, 12345, 0.3)], 1) == one  # below 1: one copy still
     assert kernel([(1, 12345, 1.5)], 1) != one  # two copies
+
+
+def test_a_bag_row_of_a_url_id_urls_does_not_have_is_refused(tmp_path):
+    """The kernel indexes its sums by url_id unchecked: bags out of step with urls get a one-line error."""
+    pq.write_table(
+        pa.table({"url_id": [1, 2], "url": ["a", "b"], "n_terms": [1, 1]}), tmp_path / "urls.parquet"
+    )
+    bags = {"url_id": [1, 3], "term_hash": [5, 6], "tf": [1.0, 1.0], "df": [1, 1], "weight": [1.0, 1.0]}
+    pq.write_table(pa.table(bags), tmp_path / "bags.parquet")
+    with (
+        duckdb.connect() as con,
+        pytest.raises(InputError, match=r"url_id 3 is not one of urls.parquet's 1..2"),
+    ):
+        reuse.bag_digests(DuckDBEngine(con), tmp_path, tmp_path / "tmp" / "digests.parquet")
