@@ -1,4 +1,5 @@
-"""Parquet schemas of every table lshsql writes, with a line of documentation per column.
+"""Parquet schemas of every table lshsql writes, with a line of documentation per column, and how a
+Parquet file is opened to be streamed.
 
 These are the contracts between stages (and with users who bring their own tables); docs/outputs.md
 is generated from the same docs (python docs/generate.py).
@@ -6,7 +7,13 @@ is generated from the same docs (python docs/generate.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     "pages": [
@@ -447,3 +454,11 @@ def validate(path, table: str) -> None:
 
 def _brief(schema_: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema_)
+
+
+def streamed(path: str | Path) -> pq.ParquetFile:
+    """A Parquet file to read a batch or a row group at a time. pyarrow pre-buffers by default: iter_batches
+    then reads ahead every row group it is to return, so memory grows with the file, not the batch."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, pre_buffer=False)

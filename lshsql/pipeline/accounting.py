@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from lshsql import sqlfiles
+from lshsql import schemas, sqlfiles
 from lshsql.engines import udf
 from lshsql.errors import StageError
 from lshsql.params import Params
@@ -71,7 +70,7 @@ def ordered_keys(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) ->
     the writer's row groups (DuckDB's hold 122,880 rows). Read on one thread, by row group, which is
     faster than ParquetFile.iter_batches. Stops at the first repeat, with None for the count."""
     previous, runs = None, 0
-    file = pq.ParquetFile(path)
+    file = schemas.streamed(path)
     for group in range(file.num_row_groups):
         table = file.read_row_group(group, columns=list(key), use_threads=False)
         for batch in table.to_batches(max_chunksize=batch_rows):

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql import __version__, manifest, sqlfiles
+from lshsql import __version__, manifest, schemas, sqlfiles
 from lshsql.engines.base import Engine
 from lshsql.errors import InputError
 from lshsql.params import Params
@@ -79,9 +79,8 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     n_urls = pq.ParquetFile(output_path(work, "urls")).metadata.num_rows  # url_id 1..N (sql/15_urls.sql)
     sums = np.zeros(n_urls + 1, dtype=np.uint64)
     counts = np.zeros(n_urls + 1, dtype=np.int64)
-    # without pre-buffering, which reads ahead up to the whole file (memory as large as the bags), and on
-    # one thread, which measured faster for this loop
-    bags = pq.ParquetFile(output_path(work, "bags"), pre_buffer=False)
+    # on one thread, which measured faster for this loop
+    bags = schemas.streamed(output_path(work, "bags"))
     for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"], use_threads=False):
         ids, terms, weights = (column.to_numpy() for column in batch.columns)
         if len(ids) and (ids.min() < 1 or ids.max() > n_urls):  # the kernel indexes sums unchecked

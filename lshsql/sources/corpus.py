@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lshsql import schemas
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
 from lshsql.sources.readers import expand_paths
@@ -198,7 +199,7 @@ def _scan_csv(
 
 def _parquet_file(path: str) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return schemas.streamed(path)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
 

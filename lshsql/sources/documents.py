@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from lshsql import schemas
 from lshsql.errors import InputError, one_line
 from lshsql.sources.frames import as_arrow, table_digest, table_kind
 from lshsql.sources.jsonl import first_object, json_object, jsonl_lines
@@ -161,11 +162,8 @@ def _iter_jsonl(path: str, id_column: str, text_column: str) -> Iterator[Documen
 
 def _iter_parquet(path: str, id_column: str, text_column: str) -> Iterator[Document]:
     """One Document per row, read a record batch at a time; source_offset is the row number."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = schemas.streamed(path)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{path}: not a readable Parquet file: {one_line(e, 200)}") from None
     columns = _columns_read(parquet.schema_arrow.names, path, id_column, text_column)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from lshsql import manifest
+from lshsql import manifest, schemas
 
 PARSED = "parsed"
 ENTRY = "entry.json"
@@ -215,7 +215,7 @@ def use(work: Path, raw_dir: Path, file_no: int, key: str, entry: dict) -> int:
 
 def _moved(source: Path, out: Path, shift: int) -> None:
     """A copy of a raw table with `shift` added to its record_id column (a table without one as it is)."""
-    reader = pq.ParquetFile(source)
+    reader = schemas.streamed(source)
     schema = reader.schema_arrow
     at = schema.get_field_index("record_id")
     with pq.ParquetWriter(out, schema) as writer:

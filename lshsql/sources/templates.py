@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lshsql import sqlfiles
+from lshsql import schemas, sqlfiles
 from lshsql.engines.base import Engine
 from lshsql.sources.parse import PAGE_BLOCKS_SCHEMA, PAGE_BLOCKS_TABLE
 
@@ -57,7 +57,7 @@ def trim_fragments(raw_dir: Path, template_blocks: Path, mode: str) -> list[str]
     cut = []
     for path in files:
         cut.append(path.with_name("fragments-cut.parquet"))
-        source = pq.ParquetFile(path)
+        source = schemas.streamed(path)
         with pq.ParquetWriter(cut[-1], source.schema_arrow) as writer:
             for batch in source.iter_batches():
                 writer.write_batch(trim_batch(batch, blocks, named, mode == "filter"))
