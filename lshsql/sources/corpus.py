@@ -96,17 +96,22 @@ def scan(
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (ord, id, text, keep, skip_reason) of one source in input order; ord counts its
     records from 1, text is null for a skipped record."""
+    if source.kind == "jsonl":
+        batches = _scan_jsonl(source.path, id_column, text_column, keep_column, resources)
+    elif source.kind == "csv":
+        batches = _scan_csv(source.path, id_column, text_column, keep_column, resources)
+    else:
+        batches = _scan_arrow(source, id_column, text_column, keep_column)
+    yield from _reported(source.path, batches)
+
+
+def _reported(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches, with a file that breaks while it is read (a corrupt page, a file cut or removed) as
+    a one-line InputError naming it."""
     try:
-        if source.kind == "jsonl":
-            yield from _scan_jsonl(source.path, id_column, text_column, keep_column, resources)
-        elif source.kind == "csv":
-            yield from _scan_csv(source.path, id_column, text_column, keep_column, resources)
-        else:
-            yield from _scan_arrow(source, id_column, text_column, keep_column)
-    except (OSError, EOFError, pa.ArrowException) as e:
-        raise InputError(f"{source.path}: cannot be read: {one_line(e, 200)}") from None
-    except db.duckdb.Error as e:
-        raise InputError(f"{source.path}: cannot be read: {one_line(e, 200)}") from None
+        yield from batches
+    except (OSError, EOFError, pa.ArrowException, db.duckdb.Error) as e:
+        raise InputError(f"{path}: cannot be read: {one_line(e, 200)}") from None
 
 
 def _json_path(name: str) -> str:
@@ -250,7 +255,12 @@ def _arrow_batches(source: CorpusSource, columns: list[str] | None = None) -> It
 
 def rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBatch]:
     """Every record of a source, in input order, as it was read: JSON Lines as one 'json' column of the
-    lines themselves (NULL for a malformed line), the others with their own columns."""
+    lines themselves (NULL for a malformed line), the others with their own columns. Read again after the
+    scan, all columns this time: a page the scan did not read may be the one that breaks."""
+    yield from _reported(source.path, _rows(source, resources))
+
+
+def _rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBatch]:
     if source.kind == "jsonl":
         query = (
             "select json from read_json_objects($file, format = 'newline_delimited', ignore_errors = true, "

@@ -465,3 +465,33 @@ def test_cli_in_a_terminal(tmp_path):
         and "--text-column" in bad.stderr
         and "Traceback" not in bad.stderr
     )
+
+
+def test_a_column_dedup_only_copies_that_breaks_is_a_one_line_error(tmp_path):
+    """The scan reads id and text; writing the kept rows reads every column again: a corrupt page of another
+    column is met only then, and must still name the file in one line, with no output written."""
+    n = 20_000
+    table = pa.table(
+        {
+            "id": [str(i) for i in range(n)],
+            "text": [f"words {i} and more words {i * 7}" for i in range(n)],
+            "source": [f"https://example.org/{i * 7919}/page" for i in range(n)],
+        }
+    )
+    path = tmp_path / "corpus.parquet"
+    pq.write_table(table, path, compression="zstd", row_group_size=5000)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(2)  # the source column of the first rows
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    for i in range(chunk.data_page_offset + 16, start + chunk.total_compressed_size - 8):  # its data pages
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    resources = Resources(threads=1, memory_limit="1GB")
+    source = corpus.CorpusSource(str(path), "parquet")
+    assert sum(batch.num_rows for batch in corpus.scan(source, "id", "text", None, resources)) == n
+    out = tmp_path / "kept.parquet"
+    with pytest.raises(InputError, match=r"corpus\.parquet: cannot be read"):
+        dedup_files(
+            [str(path)], tmp_path / "work", out=out, resources=Resources(threads=1, memory_limit="1GB")
+        )
+    assert not out.exists()
