@@ -110,6 +110,8 @@ def _reported(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     a one-line InputError naming it."""
     try:
         yield from batches
+    except (MemoryError, db.duckdb.OutOfMemoryException):
+        raise  # the machine's limits, which the command reports with their advice, not the file's
     except (OSError, EOFError, pa.ArrowException, db.duckdb.Error) as e:
         raise InputError(f"{path}: cannot be read: {one_line(e, 200)}") from None
 

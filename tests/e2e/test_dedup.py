@@ -469,7 +469,8 @@ def test_cli_in_a_terminal(tmp_path):
 
 def test_a_column_dedup_only_copies_that_breaks_is_a_one_line_error(tmp_path):
     """The scan reads id and text; writing the kept rows reads every column again: a corrupt page of another
-    column is met only then, and must still name the file in one line, with no output written."""
+    column is met only then, after the kept rows before it were written. One line naming the file, exit 2,
+    and neither the output nor its temporary file left behind."""
     n = 20_000
     table = pa.table(
         {
@@ -480,18 +481,35 @@ def test_a_column_dedup_only_copies_that_breaks_is_a_one_line_error(tmp_path):
     )
     path = tmp_path / "corpus.parquet"
     pq.write_table(table, path, compression="zstd", row_group_size=5000)
-    chunk = pq.ParquetFile(path).metadata.row_group(0).column(2)  # the source column of the first rows
+    chunk = pq.ParquetFile(path).metadata.row_group(2).column(2)  # the source column of rows 10000-14999
     start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    end = start + chunk.total_compressed_size
     data = bytearray(path.read_bytes())
-    for i in range(chunk.data_page_offset + 16, start + chunk.total_compressed_size - 8):  # its data pages
+    for i in range((chunk.data_page_offset + end) // 2, end):  # the second half of its data pages
         data[i] ^= 0xFF
     path.write_bytes(bytes(data))
-    resources = Resources(threads=1, memory_limit="1GB")
     source = corpus.CorpusSource(str(path), "parquet")
-    assert sum(batch.num_rows for batch in corpus.scan(source, "id", "text", None, resources)) == n
+    scanned = corpus.scan(source, "id", "text", None, Resources(threads=1, memory_limit="1GB"))
+    assert sum(batch.num_rows for batch in scanned) == n
     out = tmp_path / "kept.parquet"
-    with pytest.raises(InputError, match=r"corpus\.parquet: cannot be read"):
-        dedup_files(
-            [str(path)], tmp_path / "work", out=out, resources=Resources(threads=1, memory_limit="1GB")
-        )
-    assert not out.exists()
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lshsql",
+            "dedup",
+            str(path),
+            "--out",
+            str(out),
+            "--work",
+            str(tmp_path / "work"),
+        ]
+        + ["--threads", "1", "--memory-limit", "1GB", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2, run.stderr
+    assert len(run.stderr.splitlines()) == 1
+    assert re.match(r"lshsql: error: .*corpus\.parquet: cannot be read", run.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.parquet", "work"]

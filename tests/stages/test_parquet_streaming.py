@@ -51,8 +51,8 @@ def peak_allocated(items: Iterable, size: Callable[[object], int] = lambda item:
 
 
 def check_streamed(files: dict[int, Path], read: Callable[[Path], Iterator], size=lambda item: 1) -> None:
-    """Every row read from both files, and the larger file's peak no more than the smaller one's, with
-    room for allocator noise (pre-buffered, it is four times that)."""
+    """Every row read from both files, and the larger file's peak no more than the smaller one's, with room
+    for a last batch and a footer of other sizes (read pre-buffered, it is over three times that)."""
     peaks = {}
     for groups, path in files.items():
         count, peaks[groups] = peak_allocated(read(path), size)
