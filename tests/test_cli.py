@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -392,3 +395,22 @@ def test_stage_help_lists_every_stage_in_run_order():
     result = CliRunner().invoke(app, ["stage", "--help"], terminal_width=400)
     listed = re.search(r"Run one stage \(([^)]*)\)", " ".join(result.output.split())).group(1)
     assert listed.split(", ") == list(STAGE_NAMES)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed here")
+def test_a_run_on_bags_does_not_import_pandas(tmp_path):
+    """pyarrow imports pandas, where installed, for most conversions to and from Python and numpy; a run
+    from a bags table has no use for it and would pay its import in every run."""
+    bags = tmp_path / "bags.parquet"
+    rows = [(f"https://example.org/{u}", f"w{(u * 7 + t) % 40}") for u in range(60) for t in range(12)]
+    pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
+    code = (
+        "import sys\n"
+        "from lshsql.cli import main\n"
+        f"sys.argv = ['lshsql', 'run', '--bags', {str(bags)!r}, '--work', {str(tmp_path / 'work')!r}, '-q']\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (tmp_path / "work" / "clusters.parquet").exists()
+    assert run.stdout.splitlines()[-1] == "False"

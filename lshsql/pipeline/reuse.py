@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql import __version__, manifest, schemas, sqlfiles
+from lshsql.engines import udf
 from lshsql.engines.base import Engine
 from lshsql.errors import InputError
 from lshsql.params import Params
@@ -82,7 +83,7 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     # on one thread, which measured faster for this loop
     bags = schemas.streamed(output_path(work, "bags"))
     for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"], use_threads=False):
-        ids, terms, weights = (column.to_numpy() for column in batch.columns)
+        ids, terms, weights = (_values(column) for column in batch.columns)
         if len(ids) and (ids.min() < 1 or ids.max() > n_urls):  # the kernel indexes sums unchecked
             outside = int(ids.min() if ids.min() < 1 else ids.max())
             raise InputError(
@@ -99,6 +100,19 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
         {"digests": str(by_id), "urls": str(output_path(work, "urls"))},
         out,
     )
+
+
+def _values(column: pa.Array) -> np.ndarray:
+    """A bags column without nulls as numpy, read from its buffers: pyarrow's to_numpy imports pandas where
+    it is installed, a cost every signing run would pay."""
+    if column.null_count:
+        raise InputError(f"bags: the column of {column.type} values holds nulls")
+    if pa.types.is_integer(column.type):
+        return udf.integer_values(column)[0]
+    if pa.types.is_float64(column.type):
+        start = column.offset
+        return np.frombuffer(column.buffers()[1], dtype=np.float64)[start : start + len(column)]
+    return column.to_numpy(zero_copy_only=False)
 
 
 def _int64s(values: np.ndarray) -> pa.Array:
