@@ -143,7 +143,8 @@ class ExtractSummary:
     files: list[str] = field(default_factory=list)
     files_parsed: int = 0  # inputs read and parsed by this extraction
     files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
-    html_bytes_parsed: int | None = None  # of html_bytes, those parsed now (None: all of them)
+    # the HTML parsed now, when not html_bytes: inputs reused, or captures a later one replaced
+    html_bytes_parsed: int | None = None
 
     def lines(self) -> list[str]:
         """The summary `lshsql extract` prints."""
@@ -242,7 +243,8 @@ def _extract(
         with db.connect(resources) as con:
             counts = count_rows(con, staged)
             over_cap = _links_over_cap(con, raw_dir, staged)
-            parsed_now = bytes_read_now(con, staged, [file_no for file_no, _ in todo]) if kept else None
+            read_now = [file_no for file_no, _ in todo] if kept else None
+            parsed_now = bytes_read_now(con, staged, read_now, counts["html_bytes"])
         summary = ExtractSummary(
             work=work,
             **counts,

@@ -84,22 +84,25 @@ def count_rows(con, work: Path) -> dict:
     )
 
 
-def bytes_read_now(con, work: Path, file_numbers: list[int]) -> int:
-    """Bytes of the used pages of the inputs numbered `file_numbers` (a record_id's high 32 bits): what an
-    extraction or ingest that reused the kept rows of its other inputs read itself."""
-    return int(
-        db.scalar(
-            con,
-            "select coalesce(sum(n_bytes), 0) from read_parquet($p) "
-            "where skip_reason is null and list_contains($files, record_id >> 32)",
-            {"p": str(work / "pages.parquet"), "files": file_numbers},
-        )
+def bytes_read_now(con, work: Path, file_numbers: list[int] | None, used_bytes: int) -> int | None:
+    """Bytes parsed by this extraction or ingest: the used pages, and the earlier captures of a URL that a
+    later one replaced, of the inputs numbered `file_numbers` (a record_id's high 32 bits; None: every
+    input), those it did not reuse from an earlier run. None when that is `used_bytes`, the bytes the
+    tables hold: nothing was reused or replaced."""
+    parsed = db.scalar(
+        con,
+        "select coalesce(sum(n_bytes), 0) from read_parquet($p) "
+        "where (skip_reason is null or skip_reason = 'duplicate_url') "
+        "and ($files is null or list_contains($files, record_id >> 32))",
+        {"p": str(work / "pages.parquet"), "files": file_numbers},
     )
+    return None if int(parsed) == used_bytes else int(parsed)
 
 
 def time_line(seconds: float, total_bytes: int, bytes_now: int | None, what: str) -> str:
     """The summary's time line: the MB of `what` the tables hold and the rate at which they were read; when
-    some inputs were reused (bytes_now is not None), the rate is of the bytes read now."""
+    that is not what was read (bytes_now is not None: inputs reused, or captures a later one replaced),
+    the rate is of the bytes read now."""
     read = total_bytes if bytes_now is None else bytes_now
     rate = read / 1e6 / seconds if seconds else 0.0
     now = "" if bytes_now is None else f" ({bytes_now / 1e6:.1f} MB read now)"

@@ -136,7 +136,7 @@ class IngestSummary:
     files: list[str] = field(default_factory=list)
     files_read: int = 0  # inputs read by this ingest
     files_reused: int = 0  # inputs whose kept raw tables (DIR/parsed) were used instead
-    text_bytes_read: int | None = None  # of text_bytes, those read now (None: all of them)
+    text_bytes_read: int | None = None  # the text read now, when not text_bytes: inputs reused, ids replaced
 
     def lines(self) -> list[str]:
         """The summary `lshsql ingest` prints."""
@@ -236,7 +236,7 @@ def _finish(
         finalize(engine, raw_dir, staged, params.buckets)
         counts = count_rows(engine.con, staged)
         labels = _write_labels(engine.con, raw_dir, staged)
-        bytes_now = None if read_now is None else bytes_read_now(engine.con, staged, read_now)
+        bytes_now = bytes_read_now(engine.con, staged, read_now, counts["html_bytes"])
     return IngestSummary(
         work=work,
         records_read=counts["records_read"],

@@ -301,3 +301,16 @@ def test_kill_9_while_parsing_an_added_input_keeps_the_last_result(crawls, tmp_p
     assert result.returncode == 0, result.stderr
     assert "files read:      2 (1 parsed, 1 reused)" in result.stdout
     assert tables(work) == from_scratch(inputs, tmp_path)
+
+
+def test_the_rate_counts_captures_a_later_one_replaced(crawls, tmp_path):
+    """From scratch, b's old home page in a is parsed, then replaced by b's later capture: the HTML parsed
+    (and rated) is the used pages' and that capture's, not the used pages' alone."""
+    summary = run([crawls["a"], crawls["b"]], tmp_path / "w")
+    pages = pq.read_table(tmp_path / "w" / "pages.parquet").to_pylist()
+    replaced = sum(p["n_bytes"] for p in pages if p["skip_reason"] == "duplicate_url")
+    assert replaced > 0 and summary.files_reused == 0
+    assert summary.html_bytes_parsed == summary.html_bytes + replaced
+    assert " MB read now), " in summary.lines()[-2]
+    alone = run([crawls["b"]], tmp_path / "b")  # nothing replaced, nothing reused: the plain line
+    assert alone.html_bytes_parsed is None and "read now" not in alone.lines()[-2]
