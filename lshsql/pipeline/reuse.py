@@ -41,6 +41,7 @@ FOLDER = "reuse"
 DIGESTS = "digests.parquet"  # the bags of the current signatures, written by the signatures stage
 KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
 BATCH_ROWS = 1 << 20
+COLUMNS = ("url_id", "term_hash", "weight")  # of the bags, what their digests are made of
 DIGEST_FORM = 2  # the digests' formula (bag_digests): another one makes every bag look changed
 
 
@@ -82,8 +83,8 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     counts = np.zeros(n_urls + 1, dtype=np.int64)
     # on one thread, which measured faster for this loop
     bags = schemas.streamed(output_path(work, "bags"))
-    for batch in bags.iter_batches(BATCH_ROWS, columns=["url_id", "term_hash", "weight"], use_threads=False):
-        ids, terms, weights = (_values(column) for column in batch.columns)
+    for batch in bags.iter_batches(BATCH_ROWS, columns=list(COLUMNS), use_threads=False):
+        ids, terms, weights = (_values(batch.column(name), name, work) for name in COLUMNS)
         if len(ids) and (ids.min() < 1 or ids.max() > n_urls):  # the kernel indexes sums unchecked
             outside = int(ids.min() if ids.min() < 1 else ids.max())
             raise InputError(
@@ -102,11 +103,11 @@ def bag_digests(engine: Engine, work: Path, out: Path) -> int:
     )
 
 
-def _values(column: pa.Array) -> np.ndarray:
+def _values(column: pa.Array, name: str, work: Path) -> np.ndarray:
     """A bags column without nulls as numpy, read from its buffers: pyarrow's to_numpy imports pandas where
     it is installed, a cost every signing run would pay."""
     if column.null_count:
-        raise InputError(f"bags: the column of {column.type} values holds nulls")
+        raise InputError(f"{output_path(work, 'bags')}: its column {name} holds nulls")
     if pa.types.is_integer(column.type):
         return udf.integer_values(column)[0]
     if pa.types.is_float64(column.type):

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from lshsql import schemas
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError, one_line
+from lshsql.errors import InputError, LshsqlError, one_line
 from lshsql.sources.readers import expand_paths
 
 SUFFIXES = {
@@ -110,8 +110,10 @@ def _reported(path: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     a one-line InputError naming it."""
     try:
         yield from batches
-    except (MemoryError, db.duckdb.OutOfMemoryException):
-        raise  # the machine's limits, which the command reports with their advice, not the file's
+    except db.duckdb.OutOfMemoryException:
+        raise  # the memory limit's, which the command reports with its advice, not the file's
+    except MemoryError as e:  # pyarrow's too: the machine's, not the file's
+        raise LshsqlError(f"{path}: out of memory while reading it: {one_line(e, 200)}") from None
     except (OSError, EOFError, pa.ArrowException, db.duckdb.Error) as e:
         raise InputError(f"{path}: cannot be read: {one_line(e, 200)}") from None
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import lshsql
 from lshsql.cli import app
 from lshsql.engines.duckdb import Resources
-from lshsql.errors import InputError, ParamError
+from lshsql.errors import InputError, LshsqlError, ParamError
 from lshsql.sources import corpus
 from lshsql.tools.dedup import DedupParams, dedup_files
 
@@ -513,3 +513,19 @@ def test_a_column_dedup_only_copies_that_breaks_is_a_one_line_error(tmp_path):
     assert len(run.stderr.splitlines()) == 1
     assert re.match(r"lshsql: error: .*corpus\.parquet: cannot be read", run.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.parquet", "work"]
+
+
+def test_running_out_of_memory_while_reading_is_the_machines_error_not_the_files(tmp_path, monkeypatch):
+    path = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"id": ["1", "2"], "text": ["some words here", "other words there"]}), path)
+    source = corpus.CorpusSource(str(path), "parquet")
+    resources = Resources(threads=1, memory_limit="1GB")
+
+    def exhausted(*args, **kwargs):
+        raise pa.ArrowMemoryError("malloc of size 1099511627776 failed")
+        yield
+
+    monkeypatch.setattr(corpus, "_arrow_batches", exhausted)
+    with pytest.raises(LshsqlError, match=r"corpus\.parquet: out of memory while reading it") as raised:
+        list(corpus.scan(source, "id", "text", None, resources))
+    assert not isinstance(raised.value, InputError)  # exit 1: not the input's fault

@@ -139,6 +139,9 @@ def test_jsonl_every_record_used_or_skipped_with_its_reason(tmp_path):
     summary = ingest([str(JSONL)], tmp_path, IngestParams(), ONE)
     assert summary.records_read == 10 == summary.pages_used + sum(summary.skipped.values())
     assert summary.skipped == {"bad_json": 1, "missing_id": 1, "missing_text": 1, "duplicate_url": 1}
+    # the text read is the used documents' and that of a1's first record, which the last one replaced
+    (replaced,) = rows(f"select n_bytes from '{tmp_path}/pages.parquet' where skip_reason = 'duplicate_url'")
+    assert replaced[0] > 0 and summary.text_bytes_read == summary.text_bytes + replaced[0]
     pages = rows(f"select url, source_offset, skip_reason from '{tmp_path}/pages.parquet'")
     lines = JSONL.read_bytes().splitlines(keepends=True)
     offsets = [sum(map(len, lines[:i])) for i, line in enumerate(lines) if line.strip()]
