@@ -9,9 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lshsql.engines.minhash import GOLDEN
-
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+from lshsql.engines.minhash import GOLDEN, finalize64
 
 
 @njit(cache=True, nogil=True)
@@ -22,9 +20,5 @@ def add_bag_digests(url_ids, term_hashes, weights, sums, counts):
         weight = weights[r]
         whole = np.floor(weight)
         copies = max(np.int64(whole) + (1 if weight - whole >= 0.5 else 0), 1)
-        z = np.uint64(term_hashes[r]) ^ (np.uint64(copies) * GOLDEN)
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-        z = z ^ (z >> np.uint64(31))
-        sums[url_ids[r]] += z
+        sums[url_ids[r]] += finalize64(np.uint64(term_hashes[r]) ^ (np.uint64(copies) * GOLDEN))
         counts[url_ids[r]] += 1

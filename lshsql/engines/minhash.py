@@ -28,13 +28,19 @@ MASK40 = np.int64(2**40 - 1)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def element_hash(term_hash: int, copy: int) -> int:
-    """x of the element term#copy: splitmix64 of the term hash mixed with the copy number, mod 2^31 - 1."""
-    z = (np.uint64(term_hash) ^ (np.uint64(copy) * GOLDEN)) + GOLDEN
+def finalize64(z):
+    """splitmix64's finalizer (Steele et al. 2014) of a uint64, wrapping: every input bit affects every
+    output bit. The one mix of the compiled kernels (min-hash and one-permutation elements, bag digests,
+    shingles)."""
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
-    z = z ^ (z >> np.uint64(31))
-    return np.int64(z % _PRIME)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def element_hash(term_hash: int, copy: int) -> int:
+    """x of the element term#copy: splitmix64 of the term hash mixed with the copy number, mod 2^31 - 1."""
+    return np.int64(finalize64((np.uint64(term_hash) ^ (np.uint64(copy) * GOLDEN)) + GOLDEN) % _PRIME)
 
 
 @njit(cache=True, nogil=True)

@@ -16,10 +16,9 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from lshsql.engines.minhash import GOLDEN, bags_to_sign, element_hash, int32_lists
+from lshsql.engines.minhash import GOLDEN, bags_to_sign, element_hash, finalize64, int32_lists
 from lshsql.engines.overlap import list_parts
 
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 VALUE_MASK = np.uint64(2**31 - 1)
 EMPTY = np.int64(2**31)  # above every value: the bin holds no element
 MAX_BINS = 1024
@@ -27,11 +26,8 @@ MAX_BINS = 1024
 
 @njit(cache=True, nogil=True, inline="always")
 def _mix(z):
-    """splitmix64's finalizer (Steele et al. 2014) of a uint64."""
-    z = z + GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
+    """splitmix64 of a uint64: the golden step, then its finalizer."""
+    return finalize64(z + GOLDEN)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -20,11 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from lshsql.engines.minhash import GOLDEN, finalize64
+
 TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters
 _SPACE = 32
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
 PROBE_TEXT = "The shingles of this sentence, hashed, tell whether two indexes hash alike: Ünïcode 42."
 
@@ -41,14 +40,6 @@ def code_point_tables() -> tuple[np.ndarray, np.ndarray]:
         if len(low) == 1 and low != chr(c):
             lower[c] = ord(low)
     return word, lower
-
-
-@njit(cache=True, inline="always")
-def _mix(x):
-    """splitmix64's finalizer: every input bit affects every output bit."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
 
 
 @njit(cache=True)
@@ -95,16 +86,16 @@ def _units(data, start, end, chars, word_table, lower_table, units):
                 units[n_units] = cp
                 n_units += 1
             else:
-                h = (h ^ np.uint64(cp)) * _GOLDEN
+                h = (h ^ np.uint64(cp)) * GOLDEN
             length += 1
         elif length > 0:
             if not chars:
-                units[n_units] = np.int64(_mix(h ^ np.uint64(length)))
+                units[n_units] = np.int64(finalize64(h ^ np.uint64(length)))
                 n_units += 1
             h = np.uint64(0)
             length = 0
     if length > 0 and not chars:
-        units[n_units] = np.int64(_mix(h ^ np.uint64(length)))
+        units[n_units] = np.int64(finalize64(h ^ np.uint64(length)))
         n_units += 1
     return n_units
 
@@ -133,7 +124,7 @@ def _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table):
         for s in range(n_shingles):
             h = np.uint64(width)
             for j in range(width):
-                h = _mix(h ^ np.uint64(units[s + j]))
+                h = finalize64(h ^ np.uint64(units[s + j]))
             shingles[s] = h >> np.uint64(1)
         distinct = np.unique(shingles[:n_shingles])
         for h in distinct:
