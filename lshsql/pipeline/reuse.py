@@ -5,8 +5,9 @@ A URL's signature depends only on its bag as the signatures stage reads it, the 
 copies = round(weight), at least 1), and a pair's candidacy, n_bands, n_agree and exact similarity only on
 the two URLs' signatures and bags. So the signatures of URLs whose bag digest is unchanged are the previous
 rows (url_id remapped by URL), and the pairs between two such URLs are the previous pairs between them,
-as long as the parameters, the SQL files and the versions are the same (a key) and no LSH bucket was
-capped by --max-bucket (which pairs a member with the first members of its bucket, so with other URLs).
+as long as the parameters, the SQL files and the versions are the same (a key) and neither URL is in an
+LSH bucket capped by --max-bucket, in this run or the previous one (a capped bucket pairs a member with its
+first members, so with other URLs): those URLs count as changed for the pairs.
 The digests are taken after the bags stage, which always runs in full: document frequencies and the
 TF-IDF weights are recomputed, and a bag that did not change after rounding to copies is reused whatever
 the weighting, so the result is the one of a run from scratch.
@@ -136,14 +137,13 @@ def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:
     if (
         manifest.file_identity(kept.table) != state.get("table")
         or manifest.file_identity(kept.digests) != state.get("digests")
-        or state.get("capped")
+        or state.get("capped")  # kept by a version whose digests did not mark the capped buckets' members
     ):
-        reason = "a bucket of the previous run was capped by --max-bucket" if state.get("capped") else None
-        return None, reason or "the previous run's files changed"
+        return None, "the previous run's files changed"
     return kept, ""
 
 
-def keep(work: Path, name: str, stage_key: str, table: Path, digests: Path, capped: bool = False) -> None:
+def keep(work: Path, name: str, stage_key: str, table: Path, digests: Path) -> None:
     """Keep `table` (just written) and the digests of its bags as the next run's basis for stage `name`.
     The state goes first and comes back last, so a run killed in between leaves no basis, never a wrong
     one."""
@@ -158,7 +158,6 @@ def keep(work: Path, name: str, stage_key: str, table: Path, digests: Path, capp
         "key": stage_key,
         "table": manifest.file_identity(kept.table),
         "digests": manifest.file_identity(kept.digests),
-        "capped": capped,
     }
     tmp = state_path.with_name(f"{state_path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
@@ -320,15 +319,14 @@ def pairs(
     engine: Engine,
     work: Path,
     params: Params,
-    capped: bool,
     compute: Callable[[str, Path], tuple[int, dict]],
 ) -> tuple[int, dict]:
     """DIR/pairs.parquet: `compute(candidates, out)` for all candidates, or, with a basis, for the
-    candidates involving a URL whose bag changed since the basis, the pairs between unchanged URLs taken
-    from it. No basis when a bucket is capped now or was then (`capped`), or the current signatures have no
-    digests (made on another engine, or before this run could keep them)."""
+    candidates involving a URL whose bag changed since the basis or that is in a bucket capped by
+    --max-bucket now or was then, the pairs between the other URLs taken from it. No basis when the current
+    signatures have no digests (made on another engine, or before this run could keep them)."""
     try:
-        return _pairs(engine, work, params, capped, compute)
+        return _pairs(engine, work, params, compute)
     finally:
         shutil.rmtree(work / "tmp" / "reuse", ignore_errors=True)
 
@@ -337,13 +335,11 @@ def _pairs(
     engine: Engine,
     work: Path,
     params: Params,
-    capped: bool,
     compute: Callable[[str, Path], tuple[int, dict]],
 ) -> tuple[int, dict]:
     out = output_path(work, "pairs")
     candidates = str(output_path(work, "candidates"))
     stage_key = key("pairs", params)
-    digests = current_digests(work)
     signed, _ = basis(work, "signatures", key("signatures", params))
     kept, reason = basis(work, "pairs", stage_key)
     if (
@@ -353,10 +349,10 @@ def _pairs(
     ):
         forget(work, "pairs")
         return compute(candidates, out)
-    if kept is None or capped or not pq.ParquetFile(kept.table).metadata.num_rows:
+    digests = _uncapped_digests(engine, work, params.max_bucket)
+    if kept is None or not pq.ParquetFile(kept.table).metadata.num_rows:
         rows, extra = compute(candidates, out)
-        keep(work, "pairs", stage_key, out, digests, capped)
-        reason = reason or ("a bucket is capped by --max-bucket" if capped else "")
+        keep(work, "pairs", stage_key, out, digests)
         return rows, extra | ({"reuse": {"refused": reason}} if reason else {})
     unchanged(engine, "lshsql_unchanged", digests, kept.digests)
     changed = work / "tmp" / "reuse" / "candidates_changed.parquet"
@@ -373,6 +369,24 @@ def _pairs(
     fresh_rows = engine.scalar("select count(*) from read_parquet($p)", {"p": str(fresh)})
     keep(work, "pairs", stage_key, out, digests)
     return rows, extra | {"reuse": {"candidates_verified": verified, "pairs_kept": rows - fresh_rows}}
+
+
+def _uncapped_digests(engine: Engine, work: Path, max_bucket: int) -> Path:
+    """The current digests, with no digest (NULL, equal to nothing) for the members of a bucket over
+    max_bucket: their pairs are verified again in this run and in the next, whatever their bags."""
+    buckets = {"buckets": str(output_path(work, "buckets")), "cap": max_bucket}
+    capped = "select url_id from read_parquet($buckets) where n_members > $cap"
+    if not engine.scalar(f"select count(*) > 0 from ({capped})", buckets):
+        return current_digests(work)
+    out = work / "tmp" / "reuse" / f"pairs_{DIGESTS}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    engine.materialize_query(
+        "select url_id, url, case when url_id in (" + capped + ") then null else digest end as digest "
+        "from read_parquet($digests) order by url_id",
+        buckets | {"digests": str(current_digests(work))},
+        out,
+    )
+    return out
 
 
 def summary_line(name: str, entry: dict) -> str | None:

@@ -305,18 +305,11 @@ def _run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -
     would not fit in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id,
     so each is in one block (u's range, v's at or after it): the same rows, ordered as in one piece (the
     Parquet file then marks its columns nullable, as the buckets stage's batches do)."""
-    capped = not output_path(work, "buckets").exists() or scalar_of_output(
-        engine,
-        work,
-        "buckets",
-        "select count(*) > 0 from {out} where n_members > $cap",
-        {"cap": params.max_bucket},
-    )
 
     def compute(candidates: str, out: Path) -> tuple[int, dict]:
         return _pairs(engine, stage, params, work, candidates, out)
 
-    rows, extra = reuse.pairs(engine, work, params, bool(capped), compute)
+    rows, extra = reuse.pairs(engine, work, params, compute)
     engine.register({"candidates": input_paths(work, "candidates")})  # not the scratch file reuse verified
     if "pairs_kept" in extra.get("reuse", {}):
         extra[COMPILED].notes = (
