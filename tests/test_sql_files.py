@@ -52,7 +52,8 @@ def test_hash_only_in_the_hashed_band_keys(name):
     leaves the query (sql/macros/band_keys.sql). Nothing else in it may use hash()."""
     lines = [line for line in rendered(name).lower().splitlines() if re.search(r"\bhash\(", line)]
     assert all(
-        re.fullmatch(r"\s*hash\((signatures\.h\d+, )*signatures\.h\d+\) as key1", line) for line in lines
+        re.fullmatch(r"\s*hash\(((changed_)?signatures\.h\d+, )*(changed_)?signatures\.h\d+\) as key1", line)
+        for line in lines
     )
     assert bool(lines) == ("macros/band_keys_hashed.sql" in sqlfiles.load(name).text)
 
@@ -77,6 +78,7 @@ TEMPLATED = {
     "30_signatures_oph.sql",
     "35_buckets.sql",
     "35_buckets_grouped.sql",
+    "35_buckets_reused.sql",
     "50_pairs.sql",
     "50_pairs_estimated.sql",
     "80_hierarchy_candidates.sql",
@@ -102,6 +104,7 @@ def test_every_stage_file_is_chosen_by_its_parameters():
     assert sql_file("bags", params, grouped=True) == "20_bags_grouped.sql"
     assert sql_file("buckets", params) == "35_buckets.sql"
     assert sql_file("buckets", params, hashed_band_keys=False) == "35_buckets_grouped.sql"
+    assert sql_file("buckets", params, reused=True) == "35_buckets_reused.sql"
     assert sql_file("pairs", params) == "50_pairs.sql"
     assert sql_file("pairs", Params(verify=False)) == "50_pairs_estimated.sql"
     assert sql_file("candidates", params) == "40_candidates.sql"

@@ -1,5 +1,5 @@
-"""Reuse of the previous run's signatures and pairs in the same work folder, for the URLs whose bag did not
-change: a grown crawl or bags table recomputes only what the new and changed URLs can alter.
+"""Reuse of the previous run's signatures, buckets and pairs in the same work folder, for the URLs whose bag
+did not change: a grown crawl or bags table recomputes only what the new and changed URLs can alter.
 
 A URL's signature depends only on its bag as the signatures stage reads it, the multiset of (term_hash,
 copies = round(weight), at least 1), and a pair's candidacy, n_bands, n_agree and exact similarity only on
@@ -7,7 +7,8 @@ the two URLs' signatures and bags. So the signatures of URLs whose bag digest is
 rows (url_id remapped by URL), and the pairs between two such URLs are the previous pairs between them,
 as long as the parameters, the SQL files and the versions are the same (a key) and neither URL is in an
 LSH bucket capped by --max-bucket, in this run or the previous one (a capped bucket pairs a member with its
-first members, so with other URLs): those URLs count as changed for the pairs.
+first members, so with other URLs): those URLs count as changed for the pairs. An unchanged URL also keeps
+its band keys, so the buckets without a changed member are the previous buckets, less the URLs that left.
 The digests are taken after the bags stage, which always runs in full: document frequencies and the
 TF-IDF weights are recomputed, and a bag that did not change after rounding to copies is reused whatever
 the weighting, so the result is the one of a run from scratch.
@@ -40,7 +41,11 @@ from lshsql.pipeline.stages import STAGES, output_path
 
 FOLDER = "reuse"
 DIGESTS = "digests.parquet"  # the bags of the current signatures, written by the signatures stage
-KEYED_STAGES = {"signatures": ("signatures",), "pairs": ("signatures", "buckets", "candidates", "pairs")}
+KEYED_STAGES = {
+    "signatures": ("signatures",),
+    "buckets": ("signatures", "buckets"),
+    "pairs": ("signatures", "buckets", "candidates", "pairs"),
+}
 BATCH_ROWS = 1 << 20
 COLUMNS = ("url_id", "term_hash", "weight")  # of the bags, what their digests are made of
 DIGEST_FORM = 2  # the digests' formula (bag_digests): another one makes every bag look changed
@@ -315,6 +320,48 @@ def _signatures(
     return rows, {"reuse": {"urls": total, "computed": total - reused, "reused": reused}}
 
 
+def buckets(
+    engine: Engine,
+    work: Path,
+    params: Params,
+    compute: Callable[[Path], int],
+    compute_reused: Callable[[Path], int],
+) -> tuple[int, dict]:
+    """DIR/buckets.parquet: `compute(out)` (sql/35_buckets.sql over all band keys), or, with a basis,
+    `compute_reused(out)` (sql/35_buckets_reused.sql over the views it reads: the previous buckets, the
+    unchanged URLs, the changed URLs' signatures), which writes the same rows."""
+    out = output_path(work, "buckets")
+    stage_key = key("buckets", params)
+    signed, _ = basis(work, "signatures", key("signatures", params))
+    if (
+        engine.name != "duckdb"
+        or signed is None
+        or manifest.file_identity(output_path(work, "signatures")) != manifest.file_identity(signed.table)
+        or not _written_here(work, ("signatures",))
+    ):
+        forget(work, "buckets")
+        return compute(out), {}
+    digests = current_digests(work)
+    kept, reason = basis(work, "buckets", stage_key)
+    reused = 0
+    if kept is not None:
+        reused, total = unchanged(engine, "lshsql_unchanged", digests, kept.digests)
+    if not reused:
+        rows = compute(out)
+        keep(work, "buckets", stage_key, out, digests)
+        return rows, {"reuse": {"refused": reason}} if reason else {}
+    engine.table(
+        "lshsql_changed_signatures",
+        "select * from signatures anti join lshsql_unchanged using (url_id)",
+    )
+    engine.register({"previous_buckets": str(kept.table)})
+    engine.view("unchanged", "select url_id, old_id from lshsql_unchanged")
+    engine.view("changed_signatures", "select * from lshsql_changed_signatures")
+    rows = compute_reused(out)
+    keep(work, "buckets", stage_key, out, digests)
+    return rows, {"reuse": {"urls": total, "computed": total - reused, "reused": reused}}
+
+
 def pairs(
     engine: Engine,
     work: Path,
@@ -400,6 +447,11 @@ def summary_line(name: str, entry: dict) -> str | None:
         return (
             f"signatures: {reuse['computed']:,} of {reuse['urls']:,} URLs computed, "
             f"{reuse['reused']:,} reused from the previous run"
+        )
+    if name == "buckets":
+        return (
+            f"buckets: the band keys of {reuse['computed']:,} changed URLs looked up, the previous buckets "
+            f"of the {reuse['reused']:,} others kept"
         )
     return (
         f"pairs: {reuse['candidates_verified']:,} candidates of changed URLs verified, "

@@ -228,7 +228,8 @@ def band_context(params: Params, work: Path) -> dict:
 def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """On DuckDB, the shared buckets of all l tables at once when l * N band keys are at most
     BATCH_BAND_KEYS and fit in the memory limit, else in batches of tables (at least one each) written one
-    after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once."""
+    after the other, so that memory holds one batch, not all l tables. Spark takes all tables at once. A
+    rerun looks up only the changed URLs' band keys (reuse.buckets), in the same batches."""
     context = band_context(params, work)
     register(engine, work, stage.reads)
     n_urls = engine.scalar("select count(*) from signatures")
@@ -237,28 +238,43 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
         n_urls, len(bands), engine.band_batch(n_urls, batching.BAND_KEY_BYTES)
     )
     file = sql_file(stage, params, hashed_band_keys=engine.hashes_band_keys)
-    sql = sqlfiles.load(file)
-    out = output_path(work, stage.name)
     compiled = Compiled(file, {}, context, input_views(work, stage.reads))
     # what the tables promise, measured on them as drawn (the planner's or the user's -k and -l)
     recall = tables_recall(
         params.threshold, params.k, params.l, params.num_perm, params.seed, params.banding, params.sketch
     )
-    extra = {"recall_at_threshold": round(recall, 4), COMPILED: compiled}
-    if per_batch >= len(bands):
-        return engine.materialize(sql, {}, out, context, stage.compression), {"batches": 1, **extra}
-    compiled.notes = (
-        f"The run took the {len(bands)} tables in batches of {per_batch} (the bands of one batch each time) "
-        "and wrote their union in this order: the same rows as this select of all tables at once.",
-    )
-    batches = [
-        context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
-    ]
-    parts = work / "tmp" / f"{stage.name}_batches"
-    rows = materialize_in_parts(
-        engine, sql, {}, batches, parts, batching.COMBINE_BUCKETS, out, stage.compression, stage.name
-    )
-    return rows, {"batches": len(batches), **extra}
+    n_batches = -(-len(bands) // per_batch)
+    extra = {"recall_at_threshold": round(recall, 4), "batches": n_batches, COMPILED: compiled}
+    notes = []
+    if n_batches > 1:
+        notes.append(
+            f"The run took the {len(bands)} tables in batches of {per_batch} (the bands of one batch each "
+            "time) and wrote their union in this order: the same rows as this select of all tables at once."
+        )
+
+    def write(name: str, target: Path) -> int:
+        sql = sqlfiles.load(name)
+        if n_batches == 1:
+            return engine.materialize(sql, {}, target, context, stage.compression)
+        batches = [
+            context | {"bands": bands[first : first + per_batch]} for first in range(0, len(bands), per_batch)
+        ]
+        parts = work / "tmp" / f"{stage.name}_batches"
+        return materialize_in_parts(
+            engine, sql, {}, batches, parts, batching.COMBINE_BUCKETS, target, stage.compression, stage.name
+        )
+
+    def write_reused(target: Path) -> int:
+        notes.append(
+            "This run looked up only the band keys of the URLs whose bag changed since the previous run "
+            "and kept that run's other buckets (sql/35_buckets_reused.sql, lshsql/pipeline/reuse.py): "
+            "the same rows."
+        )
+        return write(sql_file(stage, params, reused=True), target)
+
+    rows, reuse_extra = reuse.buckets(engine, work, params, lambda target: write(file, target), write_reused)
+    compiled.notes = tuple(notes)
+    return rows, {**extra, **reuse_extra}
 
 
 def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:

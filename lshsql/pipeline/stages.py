@@ -72,7 +72,7 @@ STAGES: tuple[Stage, ...] = (
         "35_buckets.sql",
         ("signatures",),
         ("k", "l", "banding", "seed"),
-        variants=(("portable", "35_buckets_grouped.sql"),),
+        variants=(("portable", "35_buckets_grouped.sql"), ("reused", "35_buckets_reused.sql")),
     ),
     Stage("candidates", "40_candidates.sql", ("buckets",), ("max_bucket",)),
     Stage("bucket_sizes", "41_bucket_sizes.sql", ("buckets",), ("max_bucket",)),
@@ -98,12 +98,14 @@ def sql_file(
     hashed_band_keys: bool = True,
     mapped: bool = False,
     grouped: bool = False,
+    reused: bool = False,
 ) -> str:
     """The file of `sql/` a stage runs, one per algorithm: term_counts maps URLs (aliases to apply, or a
     unit other than url: `mapped`, which the runner decides from the data too); bags adds up repeated
     (url, term) rows (`grouped`: the runner found term_counts repeats one); buckets groups the min-hash
     values themselves on an engine that does not hash band keys (`portable`, Engine.hashes_band_keys: Spark)
-    where DuckDB's form sorts one hashed key; signatures takes the one-permutation sketch (`oph`); pairs
+    where DuckDB's form sorts one hashed key, and a rerun's (`reused`, reuse.buckets) looks up only the
+    changed URLs' keys; signatures takes the one-permutation sketch (`oph`); pairs
     keeps the signatures' estimate with verify off."""
     if isinstance(stage, str):
         stage = next(s for s in STAGES if s.name == stage)
@@ -112,6 +114,7 @@ def sql_file(
         "mapped": mapped,
         "grouped": grouped,
         "portable": not hashed_band_keys,
+        "reused": reused,
         "estimated": not params.verify,
         "oph": params.sketch == "oph",
     }

@@ -6,14 +6,17 @@
     of one table collide, about N^2 / 2^65 likely per table (5e-4 in all at 10M URLs, l = 191). A collision
     merges two buckets of that table: more candidates, which the pairs stage checks like any other, and
     bucket sizes counted together (over max_bucket, the cap then ranks the merged bucket). Spark's hash() is
-    another function: its engine runs sql/35_buckets_grouped.sql. #}
-band_keys as (
+    another function: its engine runs sql/35_buckets_grouped.sql. A rerun's form (sql/35_buckets_reused.sql)
+    takes the keys of other rows too: band_source names the relation, band_keys the CTE (defaults:
+    signatures, band_keys). #}
+{%- set source = band_source | default("signatures") %}
+{{ band_keys | default("band_keys") }} as (
     {%- for band, indices in bands %}
     select
-        signatures.url_id,
+        {{ source }}.url_id,
         {{ band }} as band,
-        hash({% for index in indices %}signatures.h{{ index }}{{ ", " if not loop.last }}{% endfor %}) as key1
-    from signatures
+        hash({% for index in indices %}{{ source }}.h{{ index }}{{ ", " if not loop.last }}{% endfor %}) as key1
+    from {{ source }}
     {%- if not loop.last %}
     union all
     {%- endif %}

@@ -22,7 +22,7 @@ from tests.conftest import write_table
 
 RESOURCES = db.Resources(memory_limit="1GB", threads=2)
 PARAMS = Params(weighting="none", threshold=0.5, k=2, l=12)
-OUTPUTS = ("signatures", "pairs", "clusters")
+OUTPUTS = ("signatures", "buckets", "candidates", "pairs", "clusters")
 
 
 def random_bags(rng: random.Random, n_urls: int, first: int = 0) -> dict[str, set[str]]:
@@ -93,6 +93,8 @@ def test_a_rerun_on_a_changed_table_equals_a_fresh_run(tmp_path, seed):
     # exactly the new and changed URLs are signed again: 150 - 4 + 15 URLs, 21 of them touched
     assert summary.stages["signatures"]["reuse"] == {"urls": 161, "computed": 21, "reused": 140}
     assert "signatures: 21 of 161 URLs computed, 140 reused from the previous run" in summary.lines()
+    assert summary.stages["buckets"]["reuse"] == {"urls": 161, "computed": 21, "reused": 140}
+    assert "kept that run's other buckets" in (work / "compiled" / "buckets.sql").read_text(encoding="utf-8")
     pairs = summary.stages["pairs"]["reuse"]
     assert 0 < pairs["pairs_kept"] < summary.stages["pairs"]["rows"]
     assert pairs["candidates_verified"] < summary.stages["candidates"]["rows"]
@@ -148,6 +150,50 @@ def test_capped_buckets_leave_the_other_pairs_reused(tmp_path, seed):
             {"p": str(work / "pairs.parquet"), "t": redone},
         ).fetchall()[0][0]
     assert kept == pairs["pairs_kept"]
+
+
+def bucket_members(work: Path) -> set[tuple[int, tuple[str, ...]]]:
+    """Each shared bucket of the run a folder holds: its table and its member URLs."""
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select b.band, list(urls.url order by urls.url) from read_parquet($b) as b "
+            "inner join read_parquet($u) as urls using (url_id) group by b.band, b.bucket",
+            {"b": str(work / "buckets.parquet"), "u": str(work / "urls.parquet")},
+        ).fetchall()
+    return {(band, tuple(members)) for band, members in rows}
+
+
+@pytest.mark.parametrize(("seed", "batch_keys"), [(11, 4 * 170), (12, 1), (13, 10**9)])
+def test_buckets_of_a_rerun_equal_a_fresh_run_in_batches(tmp_path, monkeypatch, seed, batch_keys):
+    """The rerun's buckets (sql/35_buckets_reused.sql) are the fresh run's rows, byte for byte, with the
+    tables in batches or all at once, through every kind of change: buckets kept, gone, shrunk, grown by
+    new URLs, and new ones, some joining an old URL that had a bucket of its own."""
+    from lshsql.pipeline import batching
+
+    monkeypatch.setattr(batching, "BATCH_BAND_KEYS", batch_keys)
+    rng = random.Random(seed)
+    params = replace(PARAMS, k=1, l=9)  # one min-hash a table: many shared buckets, of many sizes
+    before = random_bags(rng, 160)
+    work = tmp_path / "w"
+    run(work, params, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    old = bucket_members(work)
+    after, touched = grown(rng, before, n_new=20, n_changed=8, n_removed=12)
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, params, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", params, bags=table, resources=RESOURCES)
+    assert summary.stages["buckets"]["reuse"] == {"urls": 168, "computed": 28, "reused": 140}
+    assert summary.stages["buckets"]["batches"] == {4 * 170: 3, 1: 9, 10**9: 1}[batch_keys]
+    assert_same_outputs(work, tmp_path / "fresh")
+    new = bucket_members(work)
+    gone = set(before) - set(after)
+    assert old & new and old - new and new - old  # kept, and changed both ways
+    assert any(set(m) & gone and (b, tuple(u for u in m if u not in gone)) in new for b, m in old - new)
+    assert any(set(m) & touched and set(m) - touched for _, m in new - old)  # old and new URLs together
+    old_members = {(b, u) for b, m in old for u in m}
+    assert any(  # a new bucket of an old URL that was alone in its table before, and of a touched one
+        any((b, u) not in old_members and u in before and u not in touched for u in m) and set(m) & touched
+        for b, m in new - old
+    )
 
 
 def test_a_table_that_only_shrinks_or_is_the_same(tmp_path):

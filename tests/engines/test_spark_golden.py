@@ -543,6 +543,7 @@ PARAMETER_VALUES = {
 }  # fmt: skip
 DUCKDB_ONLY = {
     "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",
+    "35_buckets_reused.sql": "DuckDB's hash() band keys, in a rerun: reuse runs on DuckDB only",
     "92_documents.sql": "lshsql dedup runs on DuckDB only; its records table is written in Python",
 }
 
