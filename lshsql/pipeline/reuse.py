@@ -139,11 +139,9 @@ def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:
     kept = Basis(folder / f"{name}.parquet", folder / f"{name}_{DIGESTS}")
     if state.get("key") != stage_key:
         return None, "the previous run had other parameters or versions"
-    if (
-        manifest.file_identity(kept.table) != state.get("table")
-        or manifest.file_identity(kept.digests) != state.get("digests")
-        or state.get("capped")  # kept by a version whose digests did not mark the capped buckets' members
-    ):
+    if manifest.file_identity(kept.table) != state.get("table") or manifest.file_identity(
+        kept.digests
+    ) != state.get("digests"):
         return None, "the previous run's files changed"
     return kept, ""
 
@@ -343,21 +341,27 @@ def buckets(
         return compute(out), {}
     digests = current_digests(work)
     kept, reason = basis(work, "buckets", stage_key)
-    reused = 0
-    if kept is not None:
-        reused, total = unchanged(engine, "lshsql_unchanged", digests, kept.digests)
-    if not reused:
+    # an empty previous file has no statistics, so its columns would come out nullable: not a basis
+    if kept is None or not pq.ParquetFile(kept.table).metadata.num_rows:
         rows = compute(out)
         keep(work, "buckets", stage_key, out, digests)
         return rows, {"reuse": {"refused": reason}} if reason else {}
+    reused, total = unchanged(engine, "lshsql_unchanged", digests, kept.digests)
+    if not reused:
+        rows = compute(out)
+        keep(work, "buckets", stage_key, out, digests)
+        return rows, {"reuse": {"urls": total, "computed": total, "reused": 0}}
+    # a table, read once per LSH table of a batch; emptied after, so as not to hold memory in later stages
     engine.table(
-        "lshsql_changed_signatures",
-        "select * from signatures anti join lshsql_unchanged using (url_id)",
+        "lshsql_changed_signatures", "select * from signatures anti join lshsql_unchanged using (url_id)"
     )
     engine.register({"previous_buckets": str(kept.table)})
     engine.view("unchanged", "select url_id, old_id from lshsql_unchanged")
     engine.view("changed_signatures", "select * from lshsql_changed_signatures")
-    rows = compute_reused(out)
+    try:
+        rows = compute_reused(out)
+    finally:
+        engine.table("lshsql_changed_signatures", "select url_id from signatures where false")
     keep(work, "buckets", stage_key, out, digests)
     return rows, {"reuse": {"urls": total, "computed": total - reused, "reused": reused}}
 
@@ -390,7 +394,8 @@ def _pairs(
     signed, _ = basis(work, "signatures", key("signatures", params))
     kept, reason = basis(work, "pairs", stage_key)
     if (
-        signed is None
+        engine.name != "duckdb"
+        or signed is None
         or manifest.file_identity(output_path(work, "signatures")) != manifest.file_identity(signed.table)
         or not _written_here(work, ("signatures", "buckets", "candidates"))
     ):

@@ -1,5 +1,5 @@
-"""A rerun in the same folder on a grown, changed or shrunk bags table reuses the previous signatures and
-pairs of the unchanged URLs (lshsql/pipeline/reuse.py) and writes what a run from scratch writes."""
+"""A rerun in the same folder on a grown, changed or shrunk bags table reuses the previous signatures,
+buckets and pairs of the unchanged URLs (lshsql/pipeline/reuse.py) and writes what a run from scratch writes."""
 
 from __future__ import annotations
 
@@ -152,6 +152,35 @@ def test_capped_buckets_leave_the_other_pairs_reused(tmp_path, seed):
     assert kept == pairs["pairs_kept"]
 
 
+@pytest.mark.parametrize("direction", ["cap lifted", "cap imposed"])
+def test_a_pair_the_cap_hid_or_shows(tmp_path, direction):
+    """Four equal bags in one bucket over --max-bucket 2: the last two are no candidate pair (neither is
+    among the bucket's first two). With the first two gone the cap is lifted and they pair; the other way
+    round, a cap imposed hides their pair. Their bags never change, so only the cap decides: the pair is
+    found again, or dropped, as a fresh run finds or drops it."""
+    params = replace(PARAMS, max_bucket=2)
+    others = random_bags(random.Random(31), 40)
+    terms = {f"same_{i}" for i in range(8)}
+    four = {f"http://dup.example/{i}": terms for i in range(4)}
+    two = {url: terms for url in list(four)[2:]}
+    before, after = (
+        (others | four, others | two) if direction == "cap lifted" else (others | two, others | four)
+    )
+    work = tmp_path / "w"
+    run(work, params, bags=write_bags(tmp_path / "before.parquet", before), resources=RESOURCES)
+    table = write_bags(tmp_path / "after.parquet", after)
+    summary = run(work, params, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", params, bags=table, resources=RESOURCES)
+    assert summary.stages["pairs"]["reuse"]["pairs_kept"] > 0
+    assert_same_outputs(work, tmp_path / "fresh")
+    with duckdb.connect() as con:
+        (found,) = con.execute(
+            "select count(*) from read_parquet($p) where u = 'http://dup.example/2' and v = 'http://dup.example/3'",
+            {"p": str(work / "pairs.parquet")},
+        ).fetchone()
+    assert found == (direction == "cap lifted")
+
+
 def bucket_members(work: Path) -> set[tuple[int, tuple[str, ...]]]:
     """Each shared bucket of the run a folder holds: its table and its member URLs."""
     with duckdb.connect() as con:
@@ -196,6 +225,40 @@ def test_buckets_of_a_rerun_equal_a_fresh_run_in_batches(tmp_path, monkeypatch, 
     )
 
 
+def test_buckets_basis_older_than_the_signatures(tmp_path):
+    """A run that stopped after its signatures leaves the buckets basis a run older: the buckets are still
+    compared with the bags they were made from, and the third run equals a fresh one."""
+    rng = random.Random(21)
+    first = random_bags(rng, 120)
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "first.parquet", first), resources=RESOURCES)
+    second, _ = grown(rng, first, n_new=10, n_changed=5, n_removed=5)
+    run(work, PARAMS, bags=write_bags(tmp_path / "second.parquet", second), resources=RESOURCES,
+        only=("term_counts", "urls", "terms", "bags", "signatures"))  # fmt: skip
+    third, _ = grown(rng, second, n_new=10, n_changed=5, n_removed=5)
+    table = write_bags(tmp_path / "third.parquet", third)
+    summary = run(work, PARAMS, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
+    assert summary.stages["buckets"]["reuse"]["computed"] > summary.stages["signatures"]["reuse"]["computed"]
+    assert_same_outputs(work, tmp_path / "fresh")
+
+
+def test_no_shared_bucket_before(tmp_path):
+    """The previous run had no shared bucket (an empty buckets file, without statistics): the rerun that
+    makes the first one writes what a fresh run writes."""
+    alone = {f"http://a.example/{i}": {f"t{i}_{j}" for j in range(6)} for i in range(30)}
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=write_bags(tmp_path / "before.parquet", alone), resources=RESOURCES)
+    with duckdb.connect() as con:
+        assert not con.execute(
+            "select count(*) from read_parquet($b)", {"b": str(work / "buckets.parquet")}
+        ).fetchall()[0][0]
+    table = write_bags(tmp_path / "after.parquet", alone | {"http://b.example/": alone["http://a.example/0"]})
+    run(work, PARAMS, bags=table, resources=RESOURCES)
+    run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
+    assert_same_outputs(work, tmp_path / "fresh")
+
+
 def test_a_table_that_only_shrinks_or_is_the_same(tmp_path):
     rng = random.Random(7)
     before = random_bags(rng, 120)
@@ -206,6 +269,7 @@ def test_a_table_that_only_shrinks_or_is_the_same(tmp_path):
     summary = run(work, PARAMS, bags=table, resources=RESOURCES)
     run(tmp_path / "fresh", PARAMS, bags=table, resources=RESOURCES)
     assert summary.stages["signatures"]["reuse"] == {"urls": 108, "computed": 0, "reused": 108}
+    assert summary.stages["buckets"]["reuse"] == {"urls": 108, "computed": 0, "reused": 108}
     assert summary.stages["pairs"]["reuse"]["candidates_verified"] == 0
     assert_same_outputs(work, tmp_path / "fresh")
 

@@ -103,6 +103,23 @@ def test_a_spark_rerun_with_a_frozen_vocabulary_gives_duckdbs(tmp_path):
     assert len(rows(duck, "pairs")) > 20
 
 
+def test_a_spark_rerun_in_a_duckdb_folder_reuses_nothing_and_gives_duckdbs(tmp_path):
+    """A folder DuckDB ran holds a basis for reusing signatures, buckets and pairs (DIR/reuse). Spark,
+    rerun there with another --threshold, recomputes the pairs without it: the rows DuckDB gives."""
+    docs = write_docs(tmp_path / "docs.parquet", n_docs=200)
+    duck, spark = tmp_path / "duckdb", tmp_path / "spark"
+    run_bags(docs, spark, *COMMON)
+    other = ["--weighting", "none", "--threshold", "0.6", "--quiet"]
+    run_bags(docs, spark, *other, spark=True)
+    run_bags(docs, duck, *other)
+    assert len(rows(duck, "pairs")) > 20
+    for table in ("buckets", "candidates", "pairs"):
+        assert rows(spark, table) == rows(duck, table), table
+    # a rerun keeps the ids of the clusters before it, where a fresh folder numbers them from 1
+    clusters = [sorted((r | {"cluster_id": 0} for r in rows(w, "clusters")), key=repr) for w in (spark, duck)]
+    assert clusters[0] == clusters[1]
+
+
 def test_settings_the_rows_depend_on_cannot_be_overridden():
     pytest.importorskip("pyspark")
     from lshsql.engines import spark
