@@ -111,12 +111,11 @@ def lshsql_command(request, monkeypatch, capsys) -> Callable[..., subprocess.Com
             return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
         return in_a_process
-    from lshsql import cli
-    from lshsql.sources import nltk_import
+    from lshsql import cli, imports
 
     def in_this_process(*args: str) -> subprocess.CompletedProcess:
         monkeypatch.setattr(sys, "argv", ["lshsql", *args])
-        monkeypatch.setattr(nltk_import, "_only_lshsql", nltk_import._only_lshsql)  # main() sets it
+        monkeypatch.setattr(imports, "_only_lshsql", imports._only_lshsql)  # main() sets it
         capsys.readouterr()
         try:
             cli.main()

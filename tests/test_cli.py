@@ -397,21 +397,43 @@ def test_stage_help_lists_every_stage_in_run_order():
     assert listed.split(", ") == list(STAGE_NAMES)
 
 
+def imported_by_a_run(tmp_path: Path, module: str, through: str = "command") -> bool:
+    """Whether a run on a small bags table, in a fresh process, imports `module`: a run of the command
+    (lshsql.cli.main, DIR tmp_path/work) or a call of the API from one's own code (DIR tmp_path/api)."""
+    bags = tmp_path / "bags.parquet"
+    if not bags.exists():
+        rows = [(f"https://example.org/{u}", f"w{(u * 7 + t) % 40}") for u in range(60) for t in range(12)]
+        pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
+    if through == "command":
+        work = tmp_path / "work"
+        call = (
+            "from lshsql.cli import main\n"
+            f"sys.argv = ['lshsql', 'run', '--bags', {str(bags)!r}, '--work', {str(work)!r}, '-q']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        )
+    else:
+        call = f"from lshsql import api\napi.run({str(tmp_path / 'api')!r}, bags={str(bags)!r})\n"
+    code = f"import sys\n{call}print({module!r} in sys.modules)\n"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()[-1] == "True"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed here")
 def test_a_run_on_bags_does_not_import_pandas(tmp_path):
     """pyarrow imports pandas, where installed, for most conversions to and from Python and numpy; a run
     from a bags table has no use for it and would pay its import in every run."""
-    bags = tmp_path / "bags.parquet"
-    rows = [(f"https://example.org/{u}", f"w{(u * 7 + t) % 40}") for u in range(60) for t in range(12)]
-    pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
-    code = (
-        "import sys\n"
-        "from lshsql.cli import main\n"
-        f"sys.argv = ['lshsql', 'run', '--bags', {str(bags)!r}, '--work', {str(tmp_path / 'work')!r}, '-q']\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('pandas' in sys.modules)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert run.returncode == 0, run.stderr
+    assert not imported_by_a_run(tmp_path, "pandas")
     assert (tmp_path / "work" / "reuse" / "signatures_digests.parquet").exists()  # the pass that read bags
-    assert run.stdout.splitlines()[-1] == "False"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed here")
+def test_the_kernels_start_without_scipy_linalg_in_the_command_only(tmp_path):
+    """numba looks for SciPy's BLAS as it loads its numpy support, importing scipy.linalg where SciPy is
+    installed; no kernel calls it. A run of the command (its process runs only lshsql) signs and verifies
+    without it; a process of one's own that calls the same kernels imports it, as numba does anywhere."""
+    assert not imported_by_a_run(tmp_path, "scipy.linalg")
+    assert imported_by_a_run(tmp_path, "scipy.linalg", through="api")
+    for work in ("work", "api"):  # both signed (the min-hash and digests kernels) and verified pairs
+        assert pq.read_metadata(tmp_path / work / "signatures.parquet").num_rows == 60
+        assert pq.read_metadata(tmp_path / work / "pairs.parquet").num_rows

@@ -36,7 +36,7 @@ app = typer.Typer(
 
 def main() -> None:
     """Entry point: run the app; domain errors become one line `lshsql: error: ...` and an exit code."""
-    from lshsql.sources.nltk_import import only_lshsql_here
+    from lshsql.imports import only_lshsql_here
 
     only_lshsql_here()
     try:

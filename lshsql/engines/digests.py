@@ -7,8 +7,8 @@ several passes and temporaries."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from lshsql.engines.jit import njit
 from lshsql.engines.minhash import GOLDEN, finalize64
 
 

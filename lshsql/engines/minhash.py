@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
+from lshsql.engines.jit import njit
 from lshsql.engines.overlap import list_parts
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)

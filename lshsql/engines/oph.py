@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
+from lshsql.engines.jit import njit
 from lshsql.engines.minhash import GOLDEN, bags_to_sign, element_hash, finalize64, int32_lists
 from lshsql.engines.overlap import list_parts
 

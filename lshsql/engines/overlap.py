@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
+
+from lshsql.engines.jit import njit
 
 
 @njit(cache=True, nogil=True)

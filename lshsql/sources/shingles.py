@@ -18,8 +18,8 @@ from functools import cache
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
+from lshsql.engines.jit import njit
 from lshsql.engines.minhash import GOLDEN, finalize64
 
 TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters

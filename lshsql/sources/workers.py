@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql.sources.nltk_import import only_lshsql_here
+from lshsql.imports import only_lshsql_here
 
 # Allocations of container objects between the cyclic garbage collector's young collections: parsing a
 # page makes tens of thousands of lists and tuples, none of them in cycles, which Python's default (700)

@@ -257,8 +257,9 @@ def test_import_and_terms_never_download() -> None:
 
 LSHSQL_ALONE = """
 import importlib.util, sys
-from lshsql.sources import nltk_import, text
-nltk_import.only_lshsql_here()
+from lshsql import imports
+from lshsql.sources import text
+imports.only_lshsql_here()
 assert text.terms("The connections are running") == ["connect", "run"]
 assert text.terms("Библиотеки и книги, running", text.TextOptions("ru")) == ["библиотек", "книг", "run"]
 assert "nltk" in sys.modules and not [name for name in sys.modules if name.split(".")[0] == "scipy"]
