@@ -414,10 +414,13 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     history = work / cluster_ids.HISTORY
     recorded = manifest.read(work)["stages"]
     run = cluster_ids.next_run(recorded, history)
-    engine.view("members", cluster_ids.CLUSTER_MEMBERS)
+    # a table: sql/62_cluster_ids.sql reads members twice, and a view would list the bags' URLs each time
+    engine.table("lshsql_members", cluster_ids.CLUSTER_MEMBERS)
+    engine.view("members", "select * from lshsql_members")
     given = recorded.get("clusters", {}).get("last_id", 0)
     earlier = cluster_ids.earlier_clusters(work, out, recorded.get("clusters", {}).get("file"))
     last_id = cluster_ids.number(engine, earlier, history, run, given)
+    engine.table("lshsql_members", "select url, center_id from lshsql_members where false")  # memory back
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)
