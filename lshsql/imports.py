@@ -18,6 +18,11 @@ def only_lshsql_here() -> None:
     _only_lshsql = True
 
 
+def only_lshsql() -> bool:
+    """Whether only_lshsql_here() was called in this process."""
+    return _only_lshsql
+
+
 @contextlib.contextmanager
 def hidden(names: tuple[str, ...]) -> Iterator[None]:
     """In a process that runs only lshsql, the modules `names` not imported yet raise ImportError for the

@@ -414,7 +414,9 @@ def imported_by_a_run(tmp_path: Path, module: str, through: str = "command") -> 
     else:
         call = f"from lshsql import api\napi.run({str(tmp_path / 'api')!r}, bags={str(bags)!r})\n"
     code = f"import sys\n{call}print({module!r} in sys.modules)\n"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()[-1] == "True"
 
@@ -431,9 +433,13 @@ def test_a_run_on_bags_does_not_import_pandas(tmp_path):
 def test_the_kernels_start_without_scipy_linalg_in_the_command_only(tmp_path):
     """numba looks for SciPy's BLAS as it loads its numpy support, importing scipy.linalg where SciPy is
     installed; no kernel calls it. A run of the command (its process runs only lshsql) signs and verifies
-    without it; a process of one's own that calls the same kernels imports it, as numba does anywhere."""
+    without it; a process of one's own that calls the same kernels runs them as numba does anywhere, and
+    one that only imports lshsql loads neither numba's numpy support nor SciPy."""
     assert not imported_by_a_run(tmp_path, "scipy.linalg")
-    assert imported_by_a_run(tmp_path, "scipy.linalg", through="api")
+    assert imported_by_a_run(tmp_path, "scipy.linalg", through="api")  # numba's own first kernel call
+    code = "import sys, lshsql.api\nprint('numba.np.arraymath' in sys.modules, 'scipy.linalg' in sys.modules)"
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert imported.stdout.split() == ["False", "False"], imported.stderr
     for work in ("work", "api"):  # both signed (the min-hash and digests kernels) and verified pairs
         assert pq.read_metadata(tmp_path / work / "signatures.parquet").num_rows == 60
         assert pq.read_metadata(tmp_path / work / "pairs.parquet").num_rows

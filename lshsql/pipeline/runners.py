@@ -420,7 +420,9 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     given = recorded.get("clusters", {}).get("last_id", 0)
     earlier = cluster_ids.earlier_clusters(work, out, recorded.get("clusters", {}).get("file"))
     last_id = cluster_ids.number(engine, earlier, history, run, given)
-    engine.table("lshsql_members", "select url, center_id from lshsql_members where false")  # memory back
+    # memory back: on Spark a view holds its table's rows, so the view is made again over the empty table
+    engine.empty_table("lshsql_members", {"url": "varchar", "center_id": "bigint"})
+    engine.view("members", "select * from lshsql_members")
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)
