@@ -4,7 +4,7 @@ Engine the run opened (lshsql/engines/base.py) and calls its methods wherever Du
     stages.py      the stage registry (STAGES), the file a stage runs (sql_file), where a relation's Parquet
                    file is, template values
     runner.py      run(): the stages in order, fingerprints, what is up to date and skipped
-    runners.py     RUNNERS: what each stage does around its SQL file
+    runners.py     RUNNERS: what each stage does around its SQL file (pairs_runner.py: the pairs stage's)
     inputs.py      relations registered for a stage; a user's bags table and tables of one's own checked
     accounting.py  the bags stage's rows used and dropped per reason; repeated (url, term) rows found
     batching.py    the buckets stage's batches of LSH tables and the pairs stage's blocks of url_id ranges
@@ -29,10 +29,11 @@ from lshsql.pipeline.catalog import (
 )
 from lshsql.pipeline.compiled import compiled_sql
 from lshsql.pipeline.inputs import check_user_table
+from lshsql.pipeline.pairs_runner import min_hash_differences_fit_integer
 from lshsql.pipeline.remembered import extract_params_for, params_for
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.runner import RunSummary, run, run_stages
-from lshsql.pipeline.runners import RUNNERS, band_context, min_hash_differences_fit_integer, run_sql
+from lshsql.pipeline.runners import RUNNERS, band_context, run_sql
 from lshsql.pipeline.stages import (
     STAGE_NAMES,
     STAGES,

@@ -23,8 +23,9 @@ from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
 from lshsql.pipeline import compiled, frozen, labels, reuse
 from lshsql.pipeline.catalog import write_catalog, write_info
+from lshsql.pipeline.compiled import COMPILED
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
-from lshsql.pipeline.runners import COMPILED, RUNNERS
+from lshsql.pipeline.runners import RUNNERS
 from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
 
 DEFAULT_PARAMS = Params()

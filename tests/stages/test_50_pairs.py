@@ -180,7 +180,7 @@ def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypa
     import pyarrow.parquet as pq
 
     from lshsql import pipeline
-    from lshsql.pipeline import runners
+    from lshsql.pipeline import pairs_runner
 
     schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(2)])
     cases = {
@@ -201,5 +201,5 @@ def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypa
     assert pipeline.min_hash_differences_fit_integer(tmp_path / "url_id_last.parquet") is False
 
     narrow = pairs(tmp_path / "narrow", threshold=0.15)
-    monkeypatch.setattr(runners, "min_hash_differences_fit_integer", lambda path: False)
+    monkeypatch.setattr(pairs_runner, "min_hash_differences_fit_integer", lambda path: False)
     assert pairs(tmp_path / "wide", threshold=0.15) == narrow and len(narrow) == 1
