@@ -178,6 +178,18 @@ def _written_here(work: Path, names: tuple[str, ...]) -> bool:
     )
 
 
+def _signed_here(engine: Engine, work: Path, params: Params, names: tuple[str, ...]) -> bool:
+    """Whether a later stage may reuse: on DuckDB, the current signatures are the signatures stage's kept
+    basis (their digests are the current ones), and the tables `names` are the files their stages wrote."""
+    signed, _ = basis(work, "signatures", key("signatures", params))
+    return (
+        engine.name == "duckdb"
+        and signed is not None
+        and manifest.file_identity(output_path(work, "signatures")) == manifest.file_identity(signed.table)
+        and _written_here(work, names)
+    )
+
+
 def forget(work: Path, name: str) -> None:
     """No basis for stage `name`: its output was made without digests to reuse it by."""
     (work / FOLDER / f"{name}.json").unlink(missing_ok=True)
@@ -330,13 +342,7 @@ def buckets(
     unchanged URLs, the changed URLs' signatures), which writes the same rows."""
     out = output_path(work, "buckets")
     stage_key = key("buckets", params)
-    signed, _ = basis(work, "signatures", key("signatures", params))
-    if (
-        engine.name != "duckdb"
-        or signed is None
-        or manifest.file_identity(output_path(work, "signatures")) != manifest.file_identity(signed.table)
-        or not _written_here(work, ("signatures",))
-    ):
+    if not _signed_here(engine, work, params, ("signatures",)):
         forget(work, "buckets")
         return compute(out), {}
     digests = current_digests(work)
@@ -391,14 +397,8 @@ def _pairs(
     out = output_path(work, "pairs")
     candidates = str(output_path(work, "candidates"))
     stage_key = key("pairs", params)
-    signed, _ = basis(work, "signatures", key("signatures", params))
     kept, reason = basis(work, "pairs", stage_key)
-    if (
-        engine.name != "duckdb"
-        or signed is None
-        or manifest.file_identity(output_path(work, "signatures")) != manifest.file_identity(signed.table)
-        or not _written_here(work, ("signatures", "buckets", "candidates"))
-    ):
+    if not _signed_here(engine, work, params, ("signatures", "buckets", "candidates")):
         forget(work, "pairs")
         return compute(candidates, out)
     digests = _uncapped_digests(engine, work, params.max_bucket)
