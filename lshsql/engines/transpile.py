@@ -11,6 +11,7 @@ the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows eac
     fix_semi_anti_joins     `semi join` / `anti join` -> LEFT SEMI JOIN / LEFT ANTI JOIN
     fix_unnest              `unnest(list)` in a select list -> EXPLODE(list) (no rows for an empty or null
                             list in both); in FROM sqlglot writes LATERAL VIEW EXPLODE
+    fix_bitwise_operators   xor(a, b) + c -> (a ^ b) + c, & and | too: Spark binds them looser than +
     fix_list_functions      list_position (1-based, NULL when absent) -> NULLIF(ARRAY_POSITION(...), 0);
                             x[k], k a positive integer -> TRY_ELEMENT_AT(x, k) (1-based, NULL past the end)
     fix_window_ranks        row_number() / rank() / dense_rank() / ntile() are BIGINT in DuckDB, INT in Spark
@@ -191,6 +192,16 @@ def fix_semi_anti_joins(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def fix_bitwise_operators(tree: exp.Expression) -> exp.Expression:
+    """`xor(a, b) + c` -> `(a ^ b) + c`: sqlglot writes DuckDB's xor() as Spark's ^ without parentheses, and
+    Spark binds ^, & and | looser than + (`a ^ b + c` is `a ^ (b + c)` there): one that is an operand of
+    another operator is put in parentheses."""
+    for node in _postorder(tree, exp.BitwiseXor, exp.BitwiseAnd, exp.BitwiseOr):
+        if isinstance(node.parent, exp.Binary):
+            node.replace(exp.Paren(this=node.copy()))
+    return tree
+
+
 def fix_unnest(tree: exp.Expression) -> exp.Expression:
     """`select unnest(list) as x, ...` -> `SELECT EXPLODE(list) AS x, ...`: one row per element, none for an
     empty or null list, in both. (sqlglot's DuckDB reader already gives EXPLODE for a select list; an
@@ -319,6 +330,7 @@ FIXUPS: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
     fix_materialized_ctes,
     fix_semi_anti_joins,
     fix_unnest,
+    fix_bitwise_operators,
     fix_list_functions,
     fix_window_ranks,
     fix_integer_casts,

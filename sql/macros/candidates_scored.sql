@@ -1,7 +1,7 @@
 {#- candidates_scored: each candidate with n_agree, the positions where u's and v's min-hashes agree, one term
     per min-hash (hashes = 0..m-1: the signatures' columns h0 .. h{m-1}), shared by sql/50_pairs.sql and
     sql/50_pairs_estimated.sql. narrow_differences (the runner's, from the signatures' Parquet statistics):
-    h_u - h_v fits an INTEGER for every value, else it is taken as BIGINT. #}
+    h_u - h_v fits an INTEGER for every value, else it is taken as BIGINT. It reads $min_agree. #}
 {%- macro difference(i) -%}
 {%- if narrow_differences -%}
 signature_u.h{{ i }} - signature_v.h{{ i }}
@@ -9,6 +9,37 @@ signature_u.h{{ i }} - signature_v.h{{ i }}
 cast(signature_u.h{{ i }} as bigint) - signature_v.h{{ i }}
 {%- endif -%}
 {%- endmacro -%}
+-- A candidate's signatures are first compared by the low 4 bits of each min-hash, 12 to a BIGINT in lanes
+-- of 5 bits (signatures_lanes: one row per URL, made once). Equal min-hashes have equal low bits, so the
+-- positions agreeing there bound n_agree from above and a candidate that fails the bound fails the exact
+-- count too: the filter drops no pair. Most candidates fail it, so the join of two copies of the m
+-- columns below is made only for the few that pass. A lane of the xor that is not 0 sets its top bit once
+-- 15 is added to every lane (557865244164603375); 595056260442243600 keeps the 12 top bits. 12 lanes of
+-- 5 bits stay below 2^60: nothing overflows a BIGINT or carries into the next lane.
+signatures_lanes as materialized (
+    select
+        signatures.url_id,
+        {%- for word in hashes | batch(12) %}
+        {%- for i in word %}
+        {{ "(" if loop.first else "| " }}((cast(signatures.h{{ i }} as bigint) & 15) << {{ 5 * loop.index0 }})
+        {%- endfor %}) as lanes{{ loop.index0 }}{{ "," if not loop.last }}
+        {%- endfor %}
+    from signatures
+),
+
+candidates_near as (
+    select candidates.*
+    from candidates
+    inner join signatures_lanes as lanes_u on candidates.u_id = lanes_u.url_id
+    inner join signatures_lanes as lanes_v on candidates.v_id = lanes_v.url_id
+    where
+        {{ hashes | length }}
+        {%- for word in hashes | batch(12) %}
+        - bit_count((xor(lanes_u.lanes{{ loop.index0 }}, lanes_v.lanes{{ loop.index0 }}) + 557865244164603375) & 595056260442243600)
+        {%- endfor %}
+        >= $min_agree
+),
+
 -- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1: a TINYINT sign is the
 -- cheapest form measured on DuckDB 2.0 (bench/RESULTS.md). The difference is an INTEGER when the runner
 -- finds, by the signatures' Parquet statistics, that it cannot overflow (the pipeline's min-hashes are in
@@ -27,7 +58,7 @@ candidates_scored as (
             {%- endfor %}
         as integer)
         {%- endfor %} as n_agree
-    from candidates
+    from candidates_near as candidates
     inner join signatures as signature_u on candidates.u_id = signature_u.url_id
     inner join signatures as signature_v on candidates.v_id = signature_v.url_id
 )

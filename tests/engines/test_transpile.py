@@ -95,6 +95,16 @@ def fixed(fixup, duckdb_sql: str) -> str:
             "SELECT f.url, t.term FROM fragments AS f LATERAL VIEW EXPLODE(f.terms) t AS term",
         ),
         (
+            transpile.fix_bitwise_operators,
+            "select 80 - bit_count((xor(a.w0, b.w0) + 15) & 16) as n from t",
+            "SELECT 80 - BIT_COUNT(((a.w0 ^ b.w0) + 15) & 16) AS n FROM t",
+        ),
+        (
+            transpile.fix_bitwise_operators,
+            "select xor(a, b) + c as x, a & b | c as y from t",
+            "SELECT (a ^ b) + c AS x, (a & b) | c AS y FROM t",
+        ),
+        (
             transpile.fix_list_functions,
             "select list_position(path, url) - 1 as hops from walk",
             "SELECT NULLIF(ARRAY_POSITION(path, url), 0) - 1 AS hops FROM walk",

@@ -75,6 +75,67 @@ def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm
     ]
 
 
+@pytest.mark.parametrize("num_perm", [4, 13, 80, 250])
+def test_the_low_bit_filter_keeps_what_the_full_count_keeps(tmp_path, num_perm):
+    """Candidates are first compared by the low 4 bits of each min-hash, whose agreement bounds n_agree from
+    above. Here most differing positions differ by a multiple of 16 (the same low bits), values are negative
+    as well as positive (a table of one's own may hold any int32), and m is not a multiple of the 12 lanes
+    a BIGINT holds: the pairs kept and their n_agree are exactly those of a count of equal min-hashes."""
+    import math
+
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(num_perm)
+    n = 30
+    min_agree = math.ceil(0.5 * num_perm)
+    first = rng.integers(-(2**31), 2**31, size=num_perm)
+    signatures = [first]
+    for row in range(1, n):
+        # odd rows differ in the low bits too (the bound is then the count itself), even rows mostly do not
+        low_bits_kept = rng.random(num_perm) < (0.9 if row % 2 == 0 else 0.0)
+        step = np.where(
+            low_bits_kept,
+            16 * rng.integers(1, 2**20, num_perm),
+            16 * rng.integers(0, 2**20, num_perm) + rng.integers(1, 16, num_perm),
+        )
+        changed = (first + step + 2**31) % 2**32 - 2**31  # wrapped into int32
+        same = np.zeros(num_perm, dtype=bool)  # rows 1 and 2 agree with row 0 on exactly min_agree positions
+        same[
+            rng.choice(
+                num_perm, min_agree if row <= 2 else int(rng.uniform(0.3, 0.7) * num_perm), replace=False
+            )
+        ] = True
+        signatures.append(np.where(same, first, changed))
+    signatures = np.array(signatures)
+    candidates = [{"u_id": u + 1, "v_id": v + 1, "n_bands": 1} for u in range(n) for v in range(u + 1, n)]
+    tables = TABLES | {
+        "candidates": candidates,
+        "signatures": [
+            {"url_id": i + 1} | {f"h{j}": int(h) for j, h in enumerate(row)}
+            for i, row in enumerate(signatures)
+        ],
+        "urls": [{"url_id": i + 1, "url": f"http://u{i + 1:03d}/"} for i in range(n)],
+    }
+    schema = pa.schema([("url_id", pa.int64())] + [(f"h{j}", pa.int32()) for j in range(num_perm)])
+    params = resolve(Params(num_perm=num_perm, k=2, l=2, threshold=0.5, verify=False), True)
+    rows = run_stage(tmp_path, "pairs", params, tables, schemas={"signatures": schema})
+    agree = {
+        (c["u_id"], c["v_id"]): int((signatures[c["u_id"] - 1] == signatures[c["v_id"] - 1]).sum())
+        for c in candidates
+    }
+    low_bits = {
+        (c["u_id"], c["v_id"]): int((signatures[c["u_id"] - 1] % 16 == signatures[c["v_id"] - 1] % 16).sum())
+        for c in candidates
+    }
+    expected = {pair: a for pair, a in agree.items() if a >= params.min_agree}
+    assert {(r["u_id"], r["v_id"]): r["n_agree"] for r in rows} == expected
+    assert params.min_agree == min_agree and expected[(1, 2)] == expected[(1, 3)] == min_agree
+    # the filter is put to work: many candidates pass it on their low bits and fail the full count
+    assert sum(low_bits[pair] >= params.min_agree > agree[pair] for pair in agree) >= 20
+    assert 0 < len(expected) < len(candidates)
+
+
 @pytest.mark.parametrize("verify", [True, False])
 def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify):
     """When the signatures would not fit twice in memory the runner cuts url_ids into P ranges and runs
