@@ -27,7 +27,7 @@ signatures_lanes as materialized (
     from signatures
 ),
 
-candidates_near as (
+candidates_near as materialized (
     select candidates.*
     from candidates
     inner join signatures_lanes as lanes_u on candidates.u_id = lanes_u.url_id
@@ -38,6 +38,18 @@ candidates_near as (
         - bit_count((xor(lanes_u.lanes{{ loop.index0 }}, lanes_v.lanes{{ loop.index0 }}) + 557865244164603375) & 595056260442243600)
         {%- endfor %}
         >= $min_agree
+),
+
+-- The full signatures of only the URLs in those candidates: the join below builds on them, not on all.
+signatures_near as materialized (
+    select signatures.*
+    from signatures
+    where
+        signatures.url_id in (
+            select candidates_near.u_id from candidates_near
+            union
+            select candidates_near.v_id from candidates_near
+        )
 ),
 
 -- n_agree = m minus the positions whose min-hashes differ, |sign(h_u - h_v)| = 1: a TINYINT sign is the
@@ -59,6 +71,6 @@ candidates_scored as (
         as integer)
         {%- endfor %} as n_agree
     from candidates_near as candidates
-    inner join signatures as signature_u on candidates.u_id = signature_u.url_id
-    inner join signatures as signature_v on candidates.v_id = signature_v.url_id
+    inner join signatures_near as signature_u on candidates.u_id = signature_u.url_id
+    inner join signatures_near as signature_v on candidates.v_id = signature_v.url_id
 )
