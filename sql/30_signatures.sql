@@ -4,7 +4,8 @@
 -- order:  url_id
 -- param:  none
 -- template: coefficients = (a_i, b_i) of min-hash i = 0..m-1, integers drawn from the seed (family.py);
---           hashes = 0..m-1; modulus_op = mod 2^(8 * signature bytes)
+--           hashes = 0..m-1; modulus_op = mod 2^(8 * signature bytes); one_copy_each = no weight rounds
+--           above 1 (the runner's check of max(weight)): no list of copies is made
 --
 -- Min-hash signatures of weighted bags (Broder 1997; Haveliwala et al. 2000, sec. 3). A bag is flattened
 -- into the set {term#1 .. term#q}, q = round(weight) but at least 1, so that the probability of equal
@@ -14,19 +15,18 @@
 -- lsh_minhash (lshsql/engines/minhash.py, compiled) computes all m values of a bag in one pass over its
 -- elements, hashing each once, from the bag's list of terms and their copies.
 
+{% import "macros/copies_listed.sql" as copies with context %}
 with
 
 -- One row per URL: its terms and their copies, listed by one aggregation (so in the same order), the
--- copies NULL when every term occurs once (a set: nothing to pass), and its m min-hashes.
+-- copies NULL when every term occurs once (a set: nothing to pass; not even listed when no term of any
+-- URL has copies above 1), and its m min-hashes.
 bags_signed as (
     select
         bags.url_id,
         lsh_minhash(
             list(bags.term_hash),
-            case
-                when max(greatest(1, cast(round(bags.weight) as bigint))) > 1
-                    then list(greatest(1, cast(round(bags.weight) as bigint)))
-            end,
+            {{ copies.copies_listed("bags.weight") }},
             [{% for a, b in coefficients %}{{ a }}{{ ", " if not loop.last }}{% endfor %}],
             [{% for a, b in coefficients %}{{ b }}{{ ", " if not loop.last }}{% endfor %}]
         ) as signature

@@ -4,7 +4,8 @@
 -- order:  url_id
 -- param:  none
 -- template: num_bins = m; oph_salt = the integer drawn from the seed that salts the bins and the probes
---           (family.py); hashes = 0..m-1; modulus_op = mod 2^(8 * signature bytes)
+--           (family.py); hashes = 0..m-1; modulus_op = mod 2^(8 * signature bytes); one_copy_each = no
+--           weight rounds above 1 (the runner's check of max(weight)): no list of copies is made
 --
 -- One-permutation signatures of weighted bags (--sketch oph; Li, Owen & Zhang 2012, with the optimal
 -- densification of Shrivastava 2017): the bag is flattened into {term#1 .. term#q} as in
@@ -14,19 +15,18 @@
 -- The UDF lsh_oph (lshsql/engines/oph.py, compiled) has no SQL stand-in: the probes run until they find a
 -- non-empty bin.
 
+{% import "macros/copies_listed.sql" as copies with context %}
 with
 
 -- One row per URL: its terms and their copies, listed by one aggregation (so in the same order), the
--- copies NULL when every term occurs once (a set: nothing to pass), and its m values.
+-- copies NULL when every term occurs once (a set: nothing to pass; not even listed when no term of any
+-- URL has copies above 1), and its m values.
 bags_signed as (
     select
         bags.url_id,
         lsh_oph(
             list(bags.term_hash),
-            case
-                when max(greatest(1, cast(round(bags.weight) as bigint))) > 1
-                    then list(greatest(1, cast(round(bags.weight) as bigint)))
-            end,
+            {{ copies.copies_listed("bags.weight") }},
             {{ num_bins }},
             {{ oph_salt }}
         ) as signature

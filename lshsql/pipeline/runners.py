@@ -196,7 +196,7 @@ def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, ba
         family.write(
             family.coefficients(params.seed, params.num_perm), work / "family" / "coefficients.parquet"
         )
-    context = template_context(params)
+    context = template_context(params) | {"one_copy_each": most <= 1}
 
     def compute(out: Path) -> int:
         return engine.materialize(sqlfiles.load(file), {}, out, context, stage.compression)

@@ -152,4 +152,5 @@ def template_context(params: Params) -> dict:
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
         "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
+        "one_copy_each": False,  # signatures: set by its runner when no weight rounds above 1
     }

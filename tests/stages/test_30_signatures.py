@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +81,32 @@ def test_flattening_counts_rounded_copies(tmp_path):
     assert all(a <= b for a, b in zip(one, two, strict=True))
     agree = sum(a == b for a, b in zip(one, two, strict=True)) / 64
     assert 0.05 < agree < 0.6  # expected 1/4: one of the four elements of url 1
+
+
+@pytest.mark.parametrize("sketch", ["minhash", "oph"])
+def test_bags_of_one_copy_each_list_no_copies(tmp_path, monkeypatch, sketch):
+    """When no weight rounds above 1 the runner renders the file without the list of copies (every group's
+    would be NULL), and the signatures are those of the sets; one weight of 2.6 brings the list back."""
+    from lshsql.engines.base import DuckDBEngine
+
+    rendered = []
+    materialize = DuckDBEngine.materialize
+
+    def recording(self, sql, params, out, context=None, *args, **kwargs):
+        rendered.append(context["one_copy_each"])
+        return materialize(self, sql, params, out, context, *args, **kwargs)
+
+    monkeypatch.setattr(DuckDBEngine, "materialize", recording)
+    params = resolve(Params(num_perm=16, seed=7, k=2, l=4, sketch=sketch), True)
+    sets = with_hashes([{**r, "weight": min(r["weight"], 1.4)} for r in BAGS])
+    rows = signatures(tmp_path / "sets", params, sets)
+    as_sets = signatures(tmp_path / "ones", params, [{**r, "weight": 1.0} for r in sets])
+    assert rows == as_sets
+    if sketch == "minhash":
+        assert {r["url_id"]: [r[f"h{i}"] for i in range(16)] for r in rows} == reference(sets, params)
+    weighted = signatures(tmp_path / "weighted", params, with_hashes(BAGS))
+    assert rendered == [True, True, False]
+    assert weighted != rows
 
 
 def test_three_byte_signatures_are_truncated(tmp_path):
