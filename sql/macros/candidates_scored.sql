@@ -41,7 +41,9 @@ candidates_near as materialized (
 ),
 
 -- The full signatures of only the URLs in those candidates: the join below builds on them, not on all.
-signatures_near as materialized (
+-- Not materialized: a materialized CTE loses the columns' statistics, and n_agree would be written as a
+-- nullable column.
+signatures_near as not materialized (
     select signatures.*
     from signatures
     where

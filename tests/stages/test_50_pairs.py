@@ -85,6 +85,7 @@ def test_the_low_bit_filter_keeps_what_the_full_count_keeps(tmp_path, num_perm):
 
     import numpy as np
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     rng = np.random.default_rng(num_perm)
     n = 30
@@ -134,6 +135,7 @@ def test_the_low_bit_filter_keeps_what_the_full_count_keeps(tmp_path, num_perm):
     # the filter is put to work: many candidates pass it on their low bits and fail the full count
     assert sum(low_bits[pair] >= params.min_agree > agree[pair] for pair in agree) >= 20
     assert 0 < len(expected) < len(candidates)
+    assert not pq.read_schema(tmp_path / "pairs.parquet").field("n_agree").nullable  # as before the filter
 
 
 @pytest.mark.parametrize("verify", [True, False])
