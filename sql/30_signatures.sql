@@ -26,7 +26,7 @@ bags_signed as (
         bags.url_id,
         lsh_minhash(
             list(bags.term_hash),
-            {{ copies.copies_listed("bags.weight") }},
+            {{ copies.copies_listed("greatest(1, cast(round(bags.weight) as bigint))") }},
             [{% for a, b in coefficients %}{{ a }}{{ ", " if not loop.last }}{% endfor %}],
             [{% for a, b in coefficients %}{{ b }}{{ ", " if not loop.last }}{% endfor %}]
         ) as signature

@@ -26,7 +26,7 @@ bags_signed as (
         bags.url_id,
         lsh_oph(
             list(bags.term_hash),
-            {{ copies.copies_listed("bags.weight") }},
+            {{ copies.copies_listed("greatest(1, cast(round(bags.weight) as bigint))") }},
             {{ num_bins }},
             {{ oph_salt }}
         ) as signature

@@ -6,7 +6,8 @@
 --                             standard deviations lower, since the exact Jaccard decides
 -- param:  threshold DOUBLE    the exact weighted Jaccard a pair needs
 -- template: hashes = 0..m-1; narrow_differences = h_u - h_v fits an INTEGER for every value in the
---           signatures (else it is taken as BIGINT)
+--           signatures (else it is taken as BIGINT); one_copy_each = no weight rounds above 1 (the
+--           runner's check of max(weight)): no list of copies is made
 --
 -- Candidates agreeing somewhat below the threshold (the default, --verify) are checked against their bags,
 -- and a pair is kept when its exact weighted Jaccard sum(min)/sum(max) of the flattened bags (the rounded
@@ -18,6 +19,7 @@
 -- u_id < v_id): it registers candidates, signatures and bags as views of the block's rows and ranges only,
 -- runs this file once per block and orders their union.
 
+{% import "macros/copies_listed.sql" as copies with context %}
 with
 
 {% include "macros/candidates_scored.sql" %},
@@ -41,7 +43,8 @@ bags_paired as (
 ),
 
 -- Each of those bags as one row: its terms and their copies, listed by one aggregation (so in the same
--- order), the copies NULL when every term occurs once (a set: nothing to pass), packed into one BLOB with
+-- order), the copies NULL when every term occurs once (a set: nothing to pass; not listed at all when no
+-- term of any bag has more than one), packed into one BLOB with
 -- its terms sorted (lsh_bag_pack), the cheapest form to hand to the UDF once per pair. |u| is the copies
 -- in u's flattened bag.
 bags_listed as materialized (
@@ -49,7 +52,7 @@ bags_listed as materialized (
         bags_paired.url_id,
         lsh_bag_pack(
             list(bags_paired.term_hash),
-            case when max(bags_paired.copies) > 1 then list(bags_paired.copies) end
+            {{ copies.copies_listed("bags_paired.copies") }}
         ) as bag,
         cast(sum(bags_paired.copies) as bigint) as size
     from bags_paired

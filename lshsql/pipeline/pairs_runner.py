@@ -16,7 +16,7 @@ from lshsql.engines.base import Engine, materialize_in_parts
 from lshsql.params import Params
 from lshsql.pipeline import batching, reuse
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views
-from lshsql.pipeline.stages import Stage, input_paths, output_path, sql_file, template_context
+from lshsql.pipeline.stages import Stage, input_paths, max_copies, output_path, sql_file, template_context
 
 
 def min_hash_differences_fit_integer(path: Path) -> bool:
@@ -66,7 +66,11 @@ def _pairs(
     """The pairs of the candidates in the Parquet file `candidates`, written to `out`."""
     inputs = {r: input_paths(work, r) for r in stage.reads} | {"candidates": candidates}
     narrow = min_hash_differences_fit_integer(output_path(work, "signatures"))
-    context = template_context(params) | {"narrow_differences": narrow}
+    engine.register(inputs)
+    context = template_context(params) | {
+        "narrow_differences": narrow,
+        "one_copy_each": max_copies(engine) <= 1,
+    }
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows_per_range = engine.rows_fitting(batching.PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
     n_ranges, first, last = 1, 0, 0

@@ -26,6 +26,7 @@ from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.stages import (
     BAGS_SOURCE_SQL,
     Stage,
+    max_copies,
     output_path,
     sql_file,
     template_context,
@@ -182,7 +183,7 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
 def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """The signatures, after checking that no weight flattens a term into more copies than MAX_COPIES."""
     register(engine, work, stage.reads)
-    most = engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
+    most = max_copies(engine)
     if most > MAX_COPIES:
         raise InputError(
             f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "

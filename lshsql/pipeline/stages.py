@@ -139,6 +139,12 @@ def input_paths(work: Path, relation: str) -> str | list[str]:
     return str(path)
 
 
+def max_copies(engine) -> int:
+    """The most copies a row of the registered bags flattens into: its weight rounded, at least 1 (the
+    signatures and pairs stages list no copies when it is 1)."""
+    return engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
+
+
 def template_context(params: Params) -> dict:
     """Values the stage templates are rendered with: integers derived from the parameters and the seed (the
     unrolled forms: one column per min-hash, one branch per LSH table)."""
@@ -152,5 +158,5 @@ def template_context(params: Params) -> dict:
         "bands": list(enumerate(tables)),
         "keys": range(1, len(tables[0]) + 1),
         "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
-        "one_copy_each": False,  # signatures: set by its runner when no weight rounds above 1
+        "one_copy_each": False,  # signatures, pairs: set by their runners when no weight rounds above 1
     }

@@ -56,6 +56,28 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
     assert pairs(tmp_path, threshold=0.5) == []
 
 
+def test_sets_are_verified_without_a_list_of_copies(tmp_path, monkeypatch):
+    """Bags whose weights all round to 1 are packed without their copies (every list would be NULL); one
+    weight of 3 brings the copies back, and each way the exact Jaccard is that of the multisets."""
+    from lshsql.engines.base import DuckDBEngine
+
+    rendered = []
+    materialize = DuckDBEngine.materialize
+
+    def recording(self, sql, params, out, context=None, *args, **kwargs):
+        rendered.append(context["one_copy_each"])
+        return materialize(self, sql, params, out, context, *args, **kwargs)
+
+    monkeypatch.setattr(DuckDBEngine, "materialize", recording)
+    p = resolve(Params(num_perm=4, k=2, l=2, threshold=0.15), True)
+    sets = TABLES | {"bags": [{**row, "weight": 1.0} for row in TABLES["bags"]]}
+    [as_sets] = run_stage(tmp_path / "sets", "pairs", p, sets)
+    assert as_sets["jaccard"] == pytest.approx(1 / 3)  # {a, b} and {b, c}
+    [weighted] = run_stage(tmp_path / "weighted", "pairs", p, TABLES)
+    assert weighted["jaccard"] == pytest.approx(1 / 6)
+    assert rendered == [True, False]
+
+
 @pytest.mark.parametrize("num_perm", [99, 100, 101, 250])
 def test_agreement_counts_past_the_positions_summed_at_a_time(tmp_path, num_perm):
     """Differing positions are summed 100 at a time (TINYINTs overflow past 127): whatever m, n_agree counts
