@@ -255,6 +255,22 @@ def write_table(path: Path, rows: list[dict], schema=None) -> Path:
     return path
 
 
+def rendered_contexts(monkeypatch, key: str) -> list:
+    """The value of `key` in the template context of every stage file DuckDBEngine.materialize renders from
+    now on, in order: what a runner chose to render."""
+    from lshsql.engines.base import DuckDBEngine
+
+    seen: list = []
+    materialize = DuckDBEngine.materialize
+
+    def recording(self, sql, params, out, context=None, *args, **kwargs):
+        seen.append(context[key])
+        return materialize(self, sql, params, out, context, *args, **kwargs)
+
+    monkeypatch.setattr(DuckDBEngine, "materialize", recording)
+    return seen
+
+
 def run_stage(
     work: Path, name: str, params, tables: dict[str, list[dict]] | None = None, schemas=None
 ) -> list[dict]:

@@ -16,7 +16,7 @@ from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
 from lshsql.pipeline import compiled
 from lshsql.pipeline.stages import template_context
-from tests.conftest import run_stage
+from tests.conftest import rendered_contexts, run_stage
 
 BAGS = [
     {"url_id": 1, "term": "apple", "weight": 2.6},  # 3 copies
@@ -87,16 +87,7 @@ def test_flattening_counts_rounded_copies(tmp_path):
 def test_bags_of_one_copy_each_list_no_copies(tmp_path, monkeypatch, sketch):
     """When no weight rounds above 1 the runner renders the file without the list of copies (every group's
     would be NULL), and the signatures are those of the sets; one weight of 2.6 brings the list back."""
-    from lshsql.engines.base import DuckDBEngine
-
-    rendered = []
-    materialize = DuckDBEngine.materialize
-
-    def recording(self, sql, params, out, context=None, *args, **kwargs):
-        rendered.append(context["one_copy_each"])
-        return materialize(self, sql, params, out, context, *args, **kwargs)
-
-    monkeypatch.setattr(DuckDBEngine, "materialize", recording)
+    rendered = rendered_contexts(monkeypatch, "one_copy_each")
     params = resolve(Params(num_perm=16, seed=7, k=2, l=4, sketch=sketch), True)
     sets = with_hashes([{**r, "weight": min(r["weight"], 1.4)} for r in BAGS])
     rows = signatures(tmp_path / "sets", params, sets)

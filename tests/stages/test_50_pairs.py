@@ -8,7 +8,7 @@ import pytest
 
 from lshsql.lsh.scurve import resolve
 from lshsql.params import Params
-from tests.conftest import run_stage
+from tests.conftest import rendered_contexts, run_stage
 
 TABLES = {
     "candidates": [{"u_id": 1, "v_id": 2, "n_bands": 1}, {"u_id": 1, "v_id": 3, "n_bands": 1}],
@@ -59,16 +59,7 @@ def test_verify_keeps_pairs_by_exact_weighted_jaccard(tmp_path):
 def test_sets_are_verified_without_a_list_of_copies(tmp_path, monkeypatch):
     """Bags whose weights all round to 1 are packed without their copies (every list would be NULL); one
     weight of 3 brings the copies back, and each way the exact Jaccard is that of the multisets."""
-    from lshsql.engines.base import DuckDBEngine
-
-    rendered = []
-    materialize = DuckDBEngine.materialize
-
-    def recording(self, sql, params, out, context=None, *args, **kwargs):
-        rendered.append(context["one_copy_each"])
-        return materialize(self, sql, params, out, context, *args, **kwargs)
-
-    monkeypatch.setattr(DuckDBEngine, "materialize", recording)
+    rendered = rendered_contexts(monkeypatch, "one_copy_each")
     p = resolve(Params(num_perm=4, k=2, l=2, threshold=0.15), True)
     sets = TABLES | {"bags": [{**row, "weight": 1.0} for row in TABLES["bags"]]}
     [as_sets] = run_stage(tmp_path / "sets", "pairs", p, sets)
