@@ -18,9 +18,8 @@
 {% import "macros/copies_listed.sql" as copies with context %}
 with
 
--- One row per URL: its terms and their copies, listed by one aggregation (so in the same order), the
--- copies NULL when every term occurs once (a set: nothing to pass; not even listed when no term of any
--- URL has copies above 1), and its m values.
+-- One row per URL: its terms and their copies, listed by one aggregation (so in the same order;
+-- macros/copies_listed.sql), and its m values.
 bags_signed as (
     select
         bags.url_id,

@@ -43,10 +43,8 @@ bags_paired as (
 ),
 
 -- Each of those bags as one row: its terms and their copies, listed by one aggregation (so in the same
--- order), the copies NULL when every term occurs once (a set: nothing to pass; not listed at all when no
--- term of any bag has more than one), packed into one BLOB with
--- its terms sorted (lsh_bag_pack), the cheapest form to hand to the UDF once per pair. |u| is the copies
--- in u's flattened bag.
+-- order; macros/copies_listed.sql), packed into one BLOB with its terms sorted (lsh_bag_pack), the
+-- cheapest form to hand to the UDF once per pair. |u| is the copies in u's flattened bag.
 bags_listed as materialized (
     select
         bags_paired.url_id,

@@ -195,7 +195,8 @@ def fix_semi_anti_joins(tree: exp.Expression) -> exp.Expression:
 def fix_bitwise_operators(tree: exp.Expression) -> exp.Expression:
     """`xor(a, b) + c` -> `(a ^ b) + c`: sqlglot writes DuckDB's xor() as Spark's ^ without parentheses, and
     Spark binds ^, & and | looser than + (`a ^ b + c` is `a ^ (b + c)` there): one that is an operand of
-    another operator is put in parentheses."""
+    another operator is put in parentheses. (One directly inside another bitwise operator is refused by
+    lint: DuckDB and sqlglot read `a | b & c` differently.)"""
     for node in _postorder(tree, exp.BitwiseXor, exp.BitwiseAnd, exp.BitwiseOr):
         if isinstance(node.parent, exp.Binary):
             node.replace(exp.Paren(this=node.copy()))
@@ -387,6 +388,16 @@ def _unknown_int_div(node: exp.Expression) -> bool:
     return isinstance(node, exp.IntDiv) and _int_div_kind(node) is None
 
 
+BITWISE = (exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseLeftShift, exp.BitwiseRightShift)
+
+
+def _bitwise_unbracketed(node: exp.Expression) -> bool:
+    """A bitwise operator directly inside another of a different kind (a chain of one kind reads the same)."""
+    return (
+        isinstance(node, BITWISE) and isinstance(node.parent, BITWISE) and type(node) is not type(node.parent)
+    )
+
+
 def _decimal_scale(node: exp.Expression) -> bool:
     if not (isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DECIMAL):
         return False
@@ -395,6 +406,12 @@ def _decimal_scale(node: exp.Expression) -> bool:
 
 
 REFUSALS: tuple[Refusal, ...] = (
+    Refusal(
+        "a bitwise operator directly inside another (a | b & c)",
+        "DuckDB gives &, | and << one precedence, left to right ((a | b) & c), sqlglot and Spark bind & "
+        "tighter (a | (b & c)): put the inner one in parentheses",
+        _bitwise_unbracketed,
+    ),
     Refusal(
         "a list index x[i]",
         "DuckDB lists are 1-based and give NULL past the end, Spark arrays are 0-based and fail (a positive "

@@ -69,19 +69,17 @@ def _pairs(
     engine.register(inputs)
     context = template_context(params) | {
         "narrow_differences": narrow,
-        "one_copy_each": max_copies(engine) <= 1,
+        "one_copy_each": params.verify and max_copies(engine) <= 1,  # only a verify lists the bags
     }
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     rows_per_range = engine.rows_fitting(batching.PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
     n_ranges, first, last = 1, 0, 0
     if rows_per_range is not None:
-        engine.register(inputs)
         first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
         n_ranges = batching.pair_ranges(last - first + 1, rows_per_range)
     file = sql_file(stage, params)
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:
-        engine.register(inputs)
         rows = engine.materialize(sqlfiles.load(file), sql_params, out, context, stage.compression)
         return rows, {"blocks": 1, COMPILED: compiled}
     cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]

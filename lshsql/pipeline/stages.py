@@ -139,10 +139,10 @@ def input_paths(work: Path, relation: str) -> str | list[str]:
     return str(path)
 
 
-def max_copies(engine) -> int:
+def max_copies(engine) -> float:
     """The most copies a row of the registered bags flattens into: its weight rounded, at least 1 (the
     signatures and pairs stages list no copies when it is 1)."""
-    return engine.scalar("select greatest(1, round(max(weight))) from bags") or 1
+    return float(engine.scalar("select greatest(1, round(max(weight))) from bags") or 1)
 
 
 def template_context(params: Params) -> dict:

@@ -1,7 +1,8 @@
-{#- candidates_scored: each candidate with n_agree, the positions where u's and v's min-hashes agree, one term
-    per min-hash (hashes = 0..m-1: the signatures' columns h0 .. h{m-1}), shared by sql/50_pairs.sql and
-    sql/50_pairs_estimated.sql. narrow_differences (the runner's, from the signatures' Parquet statistics):
-    h_u - h_v fits an INTEGER for every value, else it is taken as BIGINT. It reads $min_agree. #}
+{#- candidates_scored: the candidates whose min-hashes' low bits agree on at least $min_agree positions, each
+    with n_agree, the positions where u's and v's min-hashes agree, one term per min-hash (hashes = 0..m-1:
+    the signatures' columns h0 .. h{m-1}), shared by sql/50_pairs.sql and sql/50_pairs_estimated.sql, which
+    keep those with n_agree >= $min_agree. narrow_differences (the runner's, from the signatures' Parquet
+    statistics): h_u - h_v fits an INTEGER for every value, else it is taken as BIGINT. #}
 {%- macro difference(i) -%}
 {%- if narrow_differences -%}
 signature_u.h{{ i }} - signature_v.h{{ i }}
@@ -41,8 +42,8 @@ candidates_near as materialized (
 ),
 
 -- The full signatures of only the URLs in those candidates: the join below builds on them, not on all.
--- Not materialized: a materialized CTE loses the columns' statistics, and n_agree would be written as a
--- nullable column.
+-- Not materialized: materialized, it made n_agree a nullable column of pairs.parquet (DuckDB's statistics
+-- of the columns stop at a materialized CTE).
 signatures_near as not materialized (
     select signatures.*
     from signatures

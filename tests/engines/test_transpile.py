@@ -101,8 +101,8 @@ def fixed(fixup, duckdb_sql: str) -> str:
         ),
         (
             transpile.fix_bitwise_operators,
-            "select xor(a, b) + c as x, a & b | c as y from t",
-            "SELECT (a ^ b) + c AS x, (a & b) | c AS y FROM t",
+            "select xor(a, b) + c as x, c * xor(a, b) as y from t",
+            "SELECT (a ^ b) + c AS x, c * (a ^ b) AS y FROM t",
         ),
         (
             transpile.fix_list_functions,
@@ -206,6 +206,8 @@ def test_to_spark_docstring_example():
         ("select * from terms where term_id = ?", r"a positional parameter"),
         ("select unnest(a) as x, unnest(b) as y from t", r"two unnest\(\) in one select"),
         ("select weight // 2 as half from bags", "a // b on operands of unknown type"),
+        ("select a | b & c as x from t", r"a bitwise operator directly inside another"),
+        ("select a << 2 | b as x from t", r"a bitwise operator directly inside another"),
     ],
 )
 def test_lint_refuses(duckdb_sql, construct):
