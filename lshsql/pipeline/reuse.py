@@ -139,9 +139,8 @@ def basis(work: Path, name: str, stage_key: str) -> tuple[Basis | None, str]:
     kept = Basis(folder / f"{name}.parquet", folder / f"{name}_{DIGESTS}")
     if state.get("key") != stage_key:
         return None, "the previous run had other parameters or versions"
-    if manifest.file_identity(kept.table) != state.get("table") or manifest.file_identity(
-        kept.digests
-    ) != state.get("digests"):
+    identities = (manifest.file_identity(kept.table), manifest.file_identity(kept.digests))
+    if identities != (state.get("table"), state.get("digests")):
         return None, "the previous run's files changed"
     return kept, ""
 
