@@ -8,6 +8,8 @@
 -- param:  max_df DOUBLE       drop terms found in more than this fraction of URLs
 -- param:  weighting VARCHAR   tfidf: tf * ln(N / df); tf: tf; none: tf as given (1 per term unless weighted)
 -- param:  scale DOUBLE        tfidf and tf bags are normalized so their weights sum to this
+-- template: unit_tf = tf is 1 on every row (the runner's: a user's bags without weights); weights_are_tf =
+--           weighting none (see macros/bags_sorted.sql)
 --
 -- TF-IDF weighted bags (Haveliwala et al. 2000, sec. 2). Both rare and very common terms are dropped, as in
 -- the paper. Weights are rounded to whole copies when a bag is flattened for min-hashing (signatures), so
@@ -27,6 +29,7 @@
 -- (sql/20_bags_accounting.sql) and its check for repeats among them (sql/20_bags_repeats.sql) mirror this
 -- file's filters: keep them in step.
 
+{% import "macros/bags_sorted.sql" as sorted with context %}
 with
 
 document_count as (
@@ -109,6 +112,23 @@ final as (
         end as weight
     from bags_nonzero
     left join bag_totals on bags_nonzero.url_id = bag_totals.url_id
+),
+
+-- Sorted with only the columns that vary (macros/bags_sorted.sql); the select after it keeps the order
+-- (DuckDB preserves a sorted subquery's order through a projection; Spark sorts by the order above).
+bags_sorted as (
+    select
+        final.url_id,
+        final.term_hash,
+        {{ sorted.sorted_columns("final") }}
+    from final
+    order by final.url_id, final.term_hash
 )
 
-select * from final order by url_id, term_hash
+select
+    bags_sorted.url_id,
+    bags_sorted.term_hash,
+    {{ sorted.tf("bags_sorted") }} as tf,
+    bags_sorted.df,
+    {{ sorted.weight("bags_sorted") }} as weight
+from bags_sorted

@@ -71,9 +71,11 @@ def test_written_columns_are_documented(name):
 
 
 # Template parts that stay: the unrolled forms (one column per min-hash, one branch per LSH table, one key
-# per band row) and the INTEGER or BIGINT difference of two min-hashes, within an expression. Which
-# algorithm runs is a file of its own, chosen by pipeline.sql_file, never a flag inside a file.
+# per band row), the INTEGER or BIGINT difference of two min-hashes, within an expression, and columns
+# whose values the runner knows (a NULL list of copies, a tf of 1 made after the sort rather than sorted).
+# Which algorithm runs is a file of its own, chosen by pipeline.sql_file, never a flag inside a file.
 TEMPLATED = {
+    "20_bags.sql",
     "30_signatures.sql",
     "30_signatures_oph.sql",
     "35_buckets.sql",

@@ -270,14 +270,16 @@ def materialize(
     Lints and transpiles `sql` (engines/transpile.py), runs it with spark.sql(query, args=params) (only the
     parameters it uses are bound; a missing one is a StageError), casts the columns to the documented types
     of `table` (lshsql/schemas.py; by default the table the stage file `name` writes), and writes one file
-    ordered by `order_by` (DuckDB syntax; by default the select's own final ORDER BY): coalesce(1), sorted
-    within that partition, written to a temporary folder beside `out` and moved to `out`.
+    ordered by `order_by` (DuckDB syntax; by default the select's own final ORDER BY, or its header's order
+    when it has none): coalesce(1), sorted within that partition, written to a temporary folder beside
+    `out` and moved to `out`.
 
     Args:
         sql: the rendered stage file (sqlfiles.render), DuckDB dialect.
         params: values of its `$name` parameters.
         out: the Parquet file to write (a local or shared-mount path).
-        order_by: e.g. "u_id, v_id" or "jaccard desc, host_a"; None: the file's own ORDER BY (or none).
+        order_by: e.g. "u_id, v_id" or "jaccard desc, host_a"; None: the file's own ORDER BY (or its
+            header's).
         name: the stage file's name, for error messages ("sql/<name>: ...") and the default `table`.
         table: schema to cast to; None: the `writes` of sql/<name> when that is a stage file.
     """
@@ -403,8 +405,9 @@ def _order_expressions(tree, order_by: str | None, name: str) -> list:
             raise StageError(f"sql/{name}: order_by {order_by!r}: {_spark_message(e)}") from None
     else:
         order = tree.args.get("order")
-        if order is None:
-            return []
+        if order is None:  # a select of a sorted CTE (sql/20_bags.sql): the order its header gives
+            header = order_of(name)
+            return _order_expressions(tree, header, name) if header else []
     columns = []
     for ordered in order.expressions:
         key = ordered.this.copy()
@@ -426,6 +429,17 @@ def writes_of(name: str) -> str | None:
     if not name.endswith(".sql") or not (sqlfiles.sql_dir() / name).exists():
         return None
     return sqlfiles.load(name).writes
+
+
+def order_of(name: str) -> str | None:
+    """The order of a stage file's rows by its header (`-- order:  url_id, term_hash (why)`: the keys before
+    the parenthesis); None when `name` is not a stage file or its rows have no order."""
+    from lshsql import sqlfiles
+
+    if not name.endswith(".sql") or not (sqlfiles.sql_dir() / name).exists():
+        return None
+    order = sqlfiles.load(name).order.split(" (")[0].strip()
+    return None if order.startswith("none") else order
 
 
 SPARK_TYPES = {

@@ -66,9 +66,10 @@ def has_repeated_rows(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 2
 def ordered_keys(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) -> tuple[bool, int | None]:
     """Whether two consecutive rows of a Parquet file ordered by `key` have equal keys, and if not, the
     number of distinct values of its first column (the runs of that column, in one pass: the bags stage's
-    URLs with a bag). A row group at a time, in batches of at most `batch_rows`, so memory stays bounded by
-    the writer's row groups (DuckDB's hold 122,880 rows). Read on one thread, by row group, which is
-    faster than ParquetFile.iter_batches. Stops at the first repeat, with None for the count."""
+    URLs with a bag). Rows out of that order are a StageError, since both answers rely on it. A row group
+    at a time, in batches of at most `batch_rows`, so memory stays bounded by the writer's row groups
+    (DuckDB's hold 122,880 rows). Read on one thread, by row group, which is faster than
+    ParquetFile.iter_batches. Stops at the first repeat, with None for the count."""
     previous, runs = None, 0
     file = schemas.streamed(path)
     for group in range(file.num_row_groups):
@@ -78,9 +79,13 @@ def ordered_keys(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) ->
                 continue
             columns = [_key_values(column) for column in batch.columns]
             same = np.ones(batch.num_rows - 1, dtype=bool)
+            backwards = np.zeros(batch.num_rows - 1, dtype=bool)
             for column in columns:
+                backwards |= same & (column[1:] < column[:-1])
                 same &= column[1:] == column[:-1]
             first = tuple(column[0] for column in columns)
+            if backwards.any() or (previous is not None and first < previous):
+                raise StageError(f"{path}: its rows are not in ({', '.join(key)}) order")
             if same.any() or previous == first:
                 return True, None
             leading = columns[0]

@@ -64,6 +64,18 @@ def user_bags_source(work: Path) -> Path | None:
     return Path(entry["source"]) if entry.get("view") else None
 
 
+def unit_tf(work: Path) -> bool:
+    """Whether term_counts gives tf 1 on every row: a view of a user's bags table without a weight column
+    (user_bags_columns supplies 1). A table pyarrow cannot read gives False, the form that reads tf."""
+    source = user_bags_source(work)
+    if source is None:
+        return False
+    try:
+        return "weight" not in pq.read_schema(source).names
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+
+
 def register_user_bags(engine: Engine, path: Path) -> None:
     """The user's table as the view term_counts(url, term, tf) of its usable rows
     (sql/10_term_counts_from_bags.sql), after user_bags(url, term, weight) of all its rows."""

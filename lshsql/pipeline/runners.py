@@ -20,7 +20,7 @@ from lshsql.params import MAX_COPIES, Params
 from lshsql.pipeline import batching, frozen, labels, reuse
 from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_accounting
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views, parquet_view, user_bags_view
-from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags
+from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags, unit_tf
 from lshsql.pipeline.pairs_runner import run_pairs
 from lshsql.pipeline.rounds import center, components
 from lshsql.pipeline.stages import (
@@ -152,7 +152,9 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     if params.freeze_idf and not fast:
         raise ParamError(f"--freeze-idf: {output_path(work, 'terms')} has no n_urls; run again with --force")
     file = sql_file(stage, params, grouped=not fast)
-    rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
+    # columns the sort of sql/20_bags.sql need not move (macros/bags_sorted.sql)
+    context = template_context(params) | {"unit_tf": unit_tf(work)}
+    rows, extra = run_sql(engine, stage, params, work, bags, context, sql_params, file)
     extra[COMPILED].views["frozen_idf"] = frozen_view
     with_bag = None
     if fast:  # the pass that looks for a repeat also counts the URLs with a bag (bags are in url_id order)

@@ -159,4 +159,6 @@ def template_context(params: Params) -> dict:
         "keys": range(1, len(tables[0]) + 1),
         "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
         "one_copy_each": False,  # signatures, pairs: set by their runners when no weight rounds above 1
+        "unit_tf": False,  # bags: set by its runner when term_counts is a user's bags table without weights
+        "weights_are_tf": params.weighting == "none",  # bags: weight is made after its sort
     }

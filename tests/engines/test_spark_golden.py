@@ -144,7 +144,8 @@ def test_bags(engines, weighting):
         "scale": params.scale,
     }
     # the stage's two files: term_counts with one row per (url, term), and the form that adds repeats up
-    rows = engines.run("20_bags.sql", sql_params, out=f"bags_{weighting}")
+    context = template_context(params)  # weighting none: its weight is made after the sort
+    rows = engines.run("20_bags.sql", sql_params, context, out=f"bags_{weighting}")
     assert rows and (weighting == "none" or all(0 < r["weight"] < 100 for r in rows))
     assert engines.run("20_bags_grouped.sql", sql_params, out=f"bags_grouped_{weighting}") == rows
     # --freeze-idf: every other term's df frozen at 3 and N at 40 (the others counted here)
@@ -154,7 +155,7 @@ def test_bags(engines, weighting):
     path = engines.work / "in" / f"frozen_idf_{weighting}.parquet"  # beside the empty one, kept for others
     engines.inputs["frozen_idf"] = str(write_table(path, frozen, schemas.schema("frozen_idf")))
     try:
-        frozen_rows = engines.run("20_bags.sql", sql_params, out=f"bags_frozen_{weighting}")
+        frozen_rows = engines.run("20_bags.sql", sql_params, context, out=f"bags_frozen_{weighting}")
     finally:
         engines.inputs["frozen_idf"] = unfrozen
     assert {r["df"] for r in frozen_rows} >= {3} and (weighting == "none" or frozen_rows != rows)
@@ -173,7 +174,7 @@ def bags_and_signatures(engines, params: Params = PARAMS) -> None:
         return
     base(engines)
     sql_params = {"min_df": 1, "max_df": 1.0, "weighting": "tfidf", "scale": 100.0}
-    bags = engines.run("20_bags.sql", sql_params)
+    bags = engines.run("20_bags.sql", sql_params, template_context(params))
     assert any(round(r["weight"]) > 1 for r in bags)  # several copies of heavy terms
     engines.run("30_signatures.sql", context=template_context(params))
 

@@ -428,6 +428,58 @@ def test_the_repeat_pass_counts_the_urls_of_ordered_bags(tmp_path):
     assert check([(1, 5), (1, 5), (2, 7)], 100) == (True, None)
 
 
+def test_rows_out_of_order_stop_the_repeat_pass(tmp_path):
+    """Both answers of ordered_keys rely on the file's order, so rows out of it are a StageError, not a
+    wrong count: within a batch, and from one row group to the next."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql.errors import StageError
+    from lshsql.pipeline.accounting import ordered_keys
+
+    path = tmp_path / "bags.parquet"
+    for keys in ([(1, 5), (1, 3), (2, 1)], [(1, 5), (2, 7), (1, 9)], [(2, 1), (2, 2), (1, 9)]):
+        pq.write_table(
+            pa.Table.from_pylist([{"url_id": u, "term_hash": t} for u, t in keys]), path, row_group_size=2
+        )
+        with pytest.raises(StageError, match="not in"):
+            ordered_keys(path, ("url_id", "term_hash"))
+
+
+@pytest.mark.parametrize("weighting", ["none", "tfidf"])
+def test_bags_without_weights_are_sorted_on_fewer_columns_to_the_same_rows(tmp_path, monkeypatch, weighting):
+    """A user's table without a weight column has tf 1 on every row, so the runner renders sql/20_bags.sql
+    with tf (and, weighting none, weight) made after the sort (macros/bags_sorted.sql); its bags are those
+    of the same table with a weight of 1 on every row, row for row in the same order."""
+    import random
+
+    from lshsql.pipeline import run
+    from tests.conftest import rendered_contexts, write_table
+
+    rng = random.Random(3)
+    plain = [
+        {"url": f"u{u:02d}", "term": f"t{t}"}
+        for u in rng.sample(range(40), 40)
+        for t in rng.sample(range(50), rng.randint(1, 15))
+    ]
+    found = []
+    for name, table in (("plain", plain), ("weighted", [{**r, "weight": 1.0} for r in plain])):
+        work, source = tmp_path / name, write_table(tmp_path / f"{name}.parquet", table)
+        run(work, Params(weighting=weighting, min_df=2), bags=source, only=("term_counts", "urls", "terms"))
+        seen = rendered_contexts(monkeypatch, "unit_tf")
+        run(work, Params(weighting=weighting, min_df=2), bags=source, only=("bags",))
+        assert seen == [name == "plain"]
+        monkeypatch.undo()
+        found.append(read_rows(work / "bags.parquet"))
+    rows, weighted_rows = found
+    assert rows == weighted_rows
+    assert [(r["url_id"], r["term_hash"]) for r in rows] == sorted(
+        (r["url_id"], r["term_hash"]) for r in rows
+    )
+    assert {r["tf"] for r in rows} == {1.0} and len(rows) < len(plain)  # min_df dropped some
+    assert weighting != "none" or all(r["weight"] == 1.0 for r in rows)
+
+
 def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
     import pyarrow as pa
