@@ -55,18 +55,38 @@ cluster_terms as (
     group by members.center_id, bags.term_hash
 ),
 
-cluster_terms_ranked as (
+-- Only a term weighing at least a cluster's $n_terms-th largest weight can be among its labels, whatever
+-- the ties by text: those few rows are joined to terms for their text and ranked, not all of them.
+nth_weights as (
     select
         cluster_terms.center_id,
-        terms.term,
-        cast(cluster_terms.weight as double) as weight,
-        row_number() over (
-            partition by cluster_terms.center_id
-            order by cluster_terms.weight desc, terms.term
-        ) as rank
+        list_min(max(cluster_terms.weight, $n_terms)) as nth_weight
     from cluster_terms
-    inner join terms on cluster_terms.term_hash = terms.term_hash
     where cluster_terms.weight > 0
+    group by cluster_terms.center_id
+),
+
+cluster_terms_heaviest as (
+    select
+        cluster_terms.center_id,
+        cluster_terms.term_hash,
+        cluster_terms.weight
+    from cluster_terms
+    inner join nth_weights on cluster_terms.center_id = nth_weights.center_id
+    where cluster_terms.weight >= nth_weights.nth_weight
+),
+
+cluster_terms_ranked as (
+    select
+        cluster_terms_heaviest.center_id,
+        terms.term,
+        cast(cluster_terms_heaviest.weight as double) as weight,
+        row_number() over (
+            partition by cluster_terms_heaviest.center_id
+            order by cluster_terms_heaviest.weight desc, terms.term
+        ) as rank
+    from cluster_terms_heaviest
+    inner join terms on cluster_terms_heaviest.term_hash = terms.term_hash
 ),
 
 labels as (

@@ -14,6 +14,8 @@ the same values on Spark as on DuckDB (tests/engines/test_transpile.py shows eac
     fix_bitwise_operators   xor(a, b) + c -> (a ^ b) + c, & and | too: Spark binds them looser than +
     fix_list_functions      list_position (1-based, NULL when absent) -> NULLIF(ARRAY_POSITION(...), 0);
                             x[k], k a positive integer -> TRY_ELEMENT_AT(x, k) (1-based, NULL past the end)
+    fix_top_n_aggregates    max(x, n) / min(x, n), a list of the n largest (smallest) -> SLICE(SORT_ARRAY(
+                            COLLECT_LIST(x)), 1, n), NULL for a group without values as in DuckDB
     fix_window_ranks        row_number() / rank() / dense_rank() / ntile() are BIGINT in DuckDB, INT in Spark
     fix_integer_casts       a cast to an integer type rounds in DuckDB (DOUBLE: half to even, DECIMAL: half
                             away from zero) and truncates in Spark: BROUND / ROUND first
@@ -297,6 +299,21 @@ def fix_list_functions(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def fix_top_n_aggregates(tree: exp.Expression) -> exp.Expression:
+    """`max(x, n)` / `min(x, n)`: DuckDB's list of a group's n largest (smallest) values, largest (smallest)
+    first, nulls skipped, NULL when there is none -> `CASE WHEN COUNT(x) > 0 THEN SLICE(SORT_ARRAY(
+    COLLECT_LIST(x), FALSE), 1, n) END` (TRUE for min): Spark's max and min take one argument."""
+    for node in _postorder(tree, exp.Max, exp.Min):
+        if node.args.get("count") is None:
+            continue
+        ascending = exp.Boolean(this=isinstance(node, exp.Min))
+        values = _function("SORT_ARRAY", _function("COLLECT_LIST", node.this.copy()), ascending)
+        first = _function("SLICE", values, exp.Literal.number(1), node.args["count"].copy())
+        some = exp.GT(this=exp.Count(this=node.this.copy()), expression=exp.Literal.number(0))
+        node.replace(exp.Case(ifs=[exp.If(this=some, true=first)]))
+    return tree
+
+
 def _literal_index(node: exp.Expression) -> bool:
     """Whether a node is x[k] with k a positive integer literal: the same element in both engines."""
     index = node.expressions[0] if isinstance(node, exp.Bracket) and len(node.expressions) == 1 else None
@@ -333,6 +350,7 @@ FIXUPS: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
     fix_unnest,
     fix_bitwise_operators,
     fix_list_functions,
+    fix_top_n_aggregates,
     fix_window_ranks,
     fix_integer_casts,
     fix_integer_division,

@@ -115,6 +115,13 @@ def fixed(fixup, duckdb_sql: str) -> str:
             "SELECT TRY_ELEMENT_AT(terms, 1) AS first_term, TRY_ELEMENT_AT(signature, 80) AS last FROM t",
         ),
         (
+            transpile.fix_top_n_aggregates,
+            "select list_min(max(weight, 10)) as nth, min(weight, 2) as least, max(weight) as most from t",
+            "SELECT ARRAY_MIN(CASE WHEN COUNT(weight) > 0 THEN SLICE(SORT_ARRAY(COLLECT_LIST(weight), FALSE), 1, 10) "
+            "END) AS nth, CASE WHEN COUNT(weight) > 0 THEN SLICE(SORT_ARRAY(COLLECT_LIST(weight), TRUE), 1, 2) END "
+            "AS least, MAX(weight) AS most FROM t",
+        ),
+        (
             transpile.fix_window_ranks,
             "select row_number() over (order by url) as url_id from urls",
             "SELECT CAST(ROW_NUMBER() OVER (ORDER BY url NULLS LAST) AS BIGINT) AS url_id FROM urls",
