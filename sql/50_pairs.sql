@@ -57,7 +57,9 @@ bags_listed as materialized (
     group by bags_paired.url_id
 ),
 
-pairs_measured as (
+-- Materialized: DuckDB would otherwise push `shared > 0` below into the join as a condition and call the
+-- UDF twice a pair, once there and once for the column.
+pairs_measured as materialized (
     select
         pairs_kept.*,
         lsh_bag_overlap(bag_u.bag, bag_v.bag) as shared,
