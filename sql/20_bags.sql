@@ -114,8 +114,9 @@ final as (
     left join bag_totals on bags_nonzero.url_id = bag_totals.url_id
 ),
 
--- Sorted with only the columns that vary (macros/bags_sorted.sql); the select after it keeps the order
--- (DuckDB preserves a sorted subquery's order through a projection; Spark sorts by the order above).
+-- Sorted with only the columns that vary (macros/bags_sorted.sql); the select after it keeps the order:
+-- DuckDB preserves a sorted subquery's order through a projection (the runner's pass over the bags written,
+-- accounting.ordered_keys, stops the run if it does not), and Spark sorts by this file's `order:` header.
 bags_sorted as (
     select
         final.url_id,

@@ -56,12 +56,15 @@ cluster_terms as (
 ),
 
 -- Only a term weighing at least a cluster's $n_terms-th largest weight can be among its labels, whatever
--- the ties by text: those few rows are joined to terms for their text and ranked, not all of them.
+-- the ties by text: those few rows are joined to terms for their text and ranked, not all of them. The
+-- weights are of the terms that terms has (a table a user put in the folder may lack some), so a missing
+-- one leaves its place to the next, as the join alone would.
 nth_weights as (
     select
         cluster_terms.center_id,
         list_min(max(cluster_terms.weight, $n_terms)) as nth_weight
     from cluster_terms
+    semi join terms on cluster_terms.term_hash = terms.term_hash
     where cluster_terms.weight > 0
     group by cluster_terms.center_id
 ),

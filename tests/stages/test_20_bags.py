@@ -480,6 +480,27 @@ def test_bags_without_weights_are_sorted_on_fewer_columns_to_the_same_rows(tmp_p
     assert weighting != "none" or all(r["weight"] == 1.0 for r in rows)
 
 
+def test_repeated_rows_of_a_table_without_weights_add_up(tmp_path):
+    """Without a weight column the fast form takes tf as 1 on every row (unit_tf); a repeated (url, term)
+    is then two rows side by side, which the runner finds, and the grouped form adds them up: tf 2."""
+    import json
+
+    from lshsql.pipeline import run
+    from tests.conftest import write_table
+
+    rows = [("u1", "x"), ("u1", "y"), ("u1", "x"), ("u2", "x")]
+    source = write_table(tmp_path / "in.parquet", [{"url": u, "term": t} for u, t in rows])
+    run(tmp_path / "w", Params(weighting="none"), bags=source, only=("term_counts", "urls", "terms", "bags"))
+    entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["bags"]
+    assert entry["repeated_rows_added_up"]
+    got = named(tmp_path / "w", read_rows(tmp_path / "w" / "bags.parquet"))
+    assert [(r["url_id"], r["term"], r["tf"], r["weight"]) for r in got] == [
+        (1, "x", 2.0, 2.0),
+        (1, "y", 1.0, 1.0),
+        (2, "x", 1.0, 1.0),
+    ]
+
+
 def test_terms_sharing_a_hash_stop_the_run(tmp_path, monkeypatch):
     """Bags know a term by its 63-bit hash alone, so two terms with one hash must not pass silently."""
     import pyarrow as pa

@@ -96,6 +96,16 @@ def test_n_terms_keeps_the_heaviest(tmp_path, monkeypatch):
     assert_rows(label_rows(tmp_path), [EXPECTED[0], EXPECTED[3]])
 
 
+def test_a_term_missing_from_terms_leaves_its_place_to_the_next(tmp_path, monkeypatch):
+    """Labels are cut at each cluster's n-th heaviest term before the terms' text is joined; a term that
+    terms lacks (a table a user put in the folder) must not take a place there: beta and configur, not beta
+    alone."""
+    monkeypatch.setattr(labels, "LABEL_TERMS", 2)
+    tables = {**TABLES, "terms": [t for t in TABLES["terms"] if t["term"] != "alpha"]}
+    found = label_rows(tmp_path, tables)
+    assert [row[:3] for row in found] == [(1, 1, "beta"), (1, 2, "configur"), (3, 1, "gamma"), (3, 2, "zeta")]
+
+
 def test_output_types_are_the_documented_ones(tmp_path):
     label_rows(tmp_path)
     with duckdb.connect() as con:
