@@ -3,6 +3,8 @@
 -- writes: candidates(u_id, v_id, n_bands)
 -- order:  u_id, v_id
 -- param:  max_bucket BIGINT   a bucket larger than this pairs each member only with its first max_bucket
+-- param:  u_first BIGINT      the pairs of u_id from u_first to u_last only: the runner's range (all ids,
+-- param:  u_last BIGINT       or one of several ranges when the pairs would not fit in memory at once)
 --
 -- LSH candidate pairs (Haveliwala et al. 2000, sec. 4): URLs that share a bucket in at least one of the l
 -- tables, found by a self-join of the shared buckets' members instead of comparing all pairs. n_bands
@@ -30,7 +32,7 @@ pairs_in_buckets as (
         on member_a.band = member_b.band
             and member_a.bucket = member_b.bucket
             and member_a.url_id < member_b.url_id
-    where member_a.n_members <= $max_bucket
+    where member_a.n_members <= $max_bucket and member_a.url_id between $u_first and $u_last
 
     union all
 
@@ -42,7 +44,7 @@ pairs_in_buckets as (
         on member_a.band = member_b.band
             and member_a.bucket = member_b.bucket
             and member_a.url_id < member_b.url_id
-    where member_a.member_rank <= $max_bucket
+    where member_a.member_rank <= $max_bucket and member_a.url_id between $u_first and $u_last
 ),
 
 final as (

@@ -1,8 +1,11 @@
 """How the stages that would not fit in memory in one piece are cut: the buckets stage into batches of LSH
-tables, the pairs stage into blocks of url_id ranges. The sizes come from the engine's memory limit
-(engine.band_batch, engine.rows_fitting; Spark spills and takes everything at once)."""
+tables, the candidates stage into ranges of u_id, the pairs stage into blocks of url_id ranges. The sizes
+come from the engine's memory limit (engine.band_batch, engine.rows_fitting; Spark spills and takes
+everything at once)."""
 
 from __future__ import annotations
+
+import math
 
 # Memory per band-key row the buckets stage's group and join need, measured with margin (with k INTEGER
 # keys; DuckDB's form, one hashed key sorted, needs less)
@@ -41,3 +44,24 @@ def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
         return 1
     per_range = max(1, min(PAIR_BLOCK_URLS, rows_per_range))
     return max(1, -(-id_span // per_range))
+
+
+# Memory a pair the candidates stage's self-join emits takes in its group and sort, with margin: ranges of
+# u_id are taken one at a time when the pairs would not fit in the memory limit at once.
+CANDIDATE_ROW_BYTES = 64
+
+
+def candidate_ranges(
+    first: int, last: int, emitted: float, rows_fitting: int | None
+) -> list[tuple[int, int]]:
+    """Ranges (u_first, u_last) of url_id cutting first..last into pieces of about equal pairs, so that each
+    piece's `emitted` share fits `rows_fitting` rows (None: Spark, one piece). A URL pairs as u with the
+    members above it, so the lower ids hold more pairs: the j-th of P cuts sits at 1 - sqrt(1 - j / P) of
+    the span, where a uniform spread of ids puts j / P of the pairs below it."""
+    span = last - first + 1
+    if rows_fitting is None or span <= 1 or emitted <= rows_fitting:
+        return [(first, last)]
+    pieces = int(min(span, -(-int(emitted) // max(1, int(rows_fitting)))))
+    cuts = sorted({first + int(span * (1 - math.sqrt(1 - j / pieces))) for j in range(1, pieces)})
+    starts = [first, *(c for c in cuts if first < c <= last)]
+    return [(start, end - 1) for start, end in zip(starts, [*starts[1:], last + 1], strict=True)]

@@ -275,7 +275,34 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
 
 
 def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
-    return run_sql(engine, stage, params, work, bags, sql_params={"max_bucket": params.max_bucket})
+    """The candidate pairs, in ranges of u_id when the pairs the self-join emits would not fit in the memory
+    limit at once (batching.candidate_ranges): each range is complete, as a pair's u_id is in one range."""
+    register(engine, work, stage.reads)
+    first, last, emitted = engine.row(
+        "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), "
+        "coalesce(sum(least(n_members, $cap) - 1) / 2, 0) from buckets",
+        {"cap": params.max_bucket},
+    )
+    fitting = engine.rows_fitting(batching.CANDIDATE_ROW_BYTES)
+    ranges = batching.candidate_ranges(int(first), int(last), float(emitted), fitting)
+    sql_params = {"max_bucket": params.max_bucket, "u_first": ranges[0][0], "u_last": ranges[-1][1]}
+    if len(ranges) == 1:
+        return run_sql(engine, stage, params, work, bags, sql_params=sql_params)
+    rows = materialize_in_parts(
+        engine,
+        sqlfiles.load(stage.sql),
+        sql_params,
+        [None] * len(ranges),
+        work / "tmp" / "candidates_parts",
+        "select * from parts order by u_id, v_id",
+        output_path(work, stage.name),
+        stage.compression,
+        table=stage.name,
+        part_params=[{"u_first": lo, "u_last": hi} for lo, hi in ranges],
+    )
+    compiled = Compiled(stage.sql, sql_params, None, input_views(work, stage.reads))
+    compiled.notes = (f"Run in {len(ranges)} ranges of u_id (u_first, u_last): {ranges}.",)
+    return rows, {"u_ranges": len(ranges), COMPILED: compiled}
 
 
 def _run_bucket_sizes(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:

@@ -201,7 +201,8 @@ def lsh_stages(engines, params: Params, out: str = "") -> tuple[list[dict], list
     context, max_bucket = template_context(params), {"max_bucket": params.max_bucket}
     buckets = engines.run("35_buckets_grouped.sql", {}, context, f"{out}buckets")  # Spark's form
     engines.inputs["buckets"] = engines.inputs[f"{out}buckets"]
-    candidates = engines.run("40_candidates.sql", max_bucket, context, f"{out}candidates")
+    every_u = {"u_first": 0, "u_last": 2**62}  # one range of u_id: the runner's on Spark
+    candidates = engines.run("40_candidates.sql", max_bucket | every_u, context, f"{out}candidates")
     return buckets, candidates, engines.run("41_bucket_sizes.sql", max_bucket, context, f"{out}bucket_sizes")
 
 
@@ -540,7 +541,7 @@ PARAMETER_VALUES = {
     "unit": "url", "min_df": 1, "max_df": 1.0, "weighting": "tfidf", "scale": 100.0, "max_bucket": 100,
     "min_agree": 2, "num_perm": 4, "threshold": 0.5, "n_terms": 3, "min_size": 2, "level": 2, "min_shared": 1,
     "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0, "share": 0.5, "min_pages": 3,
-    "last_id": 0,
+    "last_id": 0, "u_first": 0, "u_last": 2**62,
 }  # fmt: skip
 DUCKDB_ONLY = {
     "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",

@@ -328,3 +328,32 @@ def test_a_truncated_stage_output_is_made_again(tmp_path):
     signatures.write_bytes(signatures.read_bytes()[:100])
     with pytest.raises(InputError, match=r"signatures\.parquet: not a readable Parquet file"):
         run(work, params, only=("buckets",))
+
+
+@pytest.mark.parametrize("max_bucket", [1000, 4])
+def test_candidates_in_ranges_of_u_equal_those_in_one_piece(tmp_path, monkeypatch, max_bucket):
+    """When the pairs the self-join emits would not fit in the memory limit, the runner takes ranges of
+    u_id one at a time (batching.candidate_ranges): the candidates are those of one piece, row for row in
+    the same order (the Parquet encoding may differ), capped buckets (max_bucket 4) included, and the
+    pairs are the same bytes."""
+    import hashlib
+    import json
+
+    import pyarrow.parquet as pq
+
+    from lshsql.pipeline import batching, run
+
+    bags = near_duplicate_bags(tmp_path)
+    found = []
+    for name, row_bytes in (("one", batching.CANDIDATE_ROW_BYTES), ("ranges", 2**40)):
+        monkeypatch.setattr(batching, "CANDIDATE_ROW_BYTES", row_bytes)  # 1 GB holds 0 rows of 2^40 bytes
+        work = tmp_path / name
+        run(work, Params(weighting="none", k=3, l=8, max_bucket=max_bucket), bags=bags)
+        entry = json.loads((work / "manifest.json").read_text())["stages"]["candidates"]
+        pairs = hashlib.sha256((work / "pairs.parquet").read_bytes()).hexdigest()
+        found.append(
+            (entry.get("u_ranges", 1), pq.read_table(work / "candidates.parquet").to_pylist(), pairs)
+        )
+    (one_piece, rows, pairs), (n_ranges, ranged_rows, ranged_pairs) = found
+    assert one_piece == 1 and n_ranges > 3
+    assert len(rows) > 100 and ranged_rows == rows and ranged_pairs == pairs
