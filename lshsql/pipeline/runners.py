@@ -278,13 +278,17 @@ def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, ba
     """The candidate pairs, in ranges of u_id when the pairs the self-join emits would not fit in the memory
     limit at once (batching.candidate_ranges): each range is complete, as a pair's u_id is in one range."""
     register(engine, work, stage.reads)
-    first, last, emitted = engine.row(
-        "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), "
-        "coalesce(sum(least(n_members, $cap) - 1) / 2, 0) from buckets",
-        {"cap": params.max_bucket},
-    )
     fitting = engine.rows_fitting(batching.CANDIDATE_ROW_BYTES)
-    ranges = batching.candidate_ranges(int(first), int(last), float(emitted), fitting)
+    if fitting is None:  # Spark: one piece, no estimate needed
+        ranges = [(0, 2**62)]
+    else:  # each member's share of its bucket's emitted pairs, as sql/41_bucket_sizes.sql counts them
+        first, last, emitted = engine.row(
+            "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), coalesce(sum(case "
+            "when n_members <= $cap then (n_members - 1) / 2 "
+            "else $cap * (2 * n_members - $cap - 1) / (2 * n_members) end), 0) from buckets",
+            {"cap": params.max_bucket},
+        )
+        ranges = batching.candidate_ranges(int(first), int(last), float(emitted), fitting)
     sql_params = {"max_bucket": params.max_bucket, "u_first": ranges[0][0], "u_last": ranges[-1][1]}
     if len(ranges) == 1:
         return run_sql(engine, stage, params, work, bags, sql_params=sql_params)
@@ -301,7 +305,10 @@ def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, ba
         part_params=[{"u_first": lo, "u_last": hi} for lo, hi in ranges],
     )
     compiled = Compiled(stage.sql, sql_params, None, input_views(work, stage.reads))
-    compiled.notes = (f"Run in {len(ranges)} ranges of u_id (u_first, u_last): {ranges}.",)
+    compiled.notes = (
+        f"This file takes every u_id at once; the run took {len(ranges)} ranges of u_id (u_first, u_last): "
+        f"{ranges}, and ordered their union: the same rows.",
+    )
     return rows, {"u_ranges": len(ranges), COMPILED: compiled}
 
 

@@ -349,11 +349,35 @@ def test_candidates_in_ranges_of_u_equal_those_in_one_piece(tmp_path, monkeypatc
         monkeypatch.setattr(batching, "CANDIDATE_ROW_BYTES", row_bytes)  # 1 GB holds 0 rows of 2^40 bytes
         work = tmp_path / name
         run(work, Params(weighting="none", k=3, l=8, max_bucket=max_bucket), bags=bags)
-        entry = json.loads((work / "manifest.json").read_text())["stages"]["candidates"]
+        stages = json.loads((work / "manifest.json").read_text())["stages"]
+        assert (stages["bucket_sizes"]["buckets_capped"] > 0) == (max_bucket == 4)
         pairs = hashlib.sha256((work / "pairs.parquet").read_bytes()).hexdigest()
-        found.append(
-            (entry.get("u_ranges", 1), pq.read_table(work / "candidates.parquet").to_pylist(), pairs)
-        )
+        rows = pq.read_table(work / "candidates.parquet").to_pylist()
+        found.append((stages["candidates"].get("u_ranges", 1), rows, pairs))
     (one_piece, rows, pairs), (n_ranges, ranged_rows, ranged_pairs) = found
     assert one_piece == 1 and n_ranges > 3
     assert len(rows) > 100 and ranged_rows == rows and ranged_pairs == pairs
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "emitted", "fitting", "expected"),
+    [
+        (1, 10, 5.0, 10, [(1, 10)]),  # fits: one piece
+        (1, 10, 100.0, None, [(1, 10)]),  # Spark: one piece
+        (0, 0, 0.0, 0, [(0, 0)]),  # no buckets
+        (7, 7, 1e12, 1, [(7, 7)]),  # one id cannot be cut
+        (1, 3, 100.0, 1, [(1, 1), (2, 3)]),  # more pieces than ids: cuts that collide merge
+        (1, 10_000_000, 350e6, 134_000_000, [(1, 1835034), (1835035, 4226497), (4226498, 10_000_000)]),
+    ],
+)
+def test_candidate_ranges_cover_every_id_once(first, last, emitted, fitting, expected):
+    """Ranges of u_id: contiguous, in order, none empty, from first to last, the lower ones narrower (a URL
+    pairs as u with the members above it)."""
+    from lshsql.pipeline.batching import candidate_ranges
+
+    ranges = candidate_ranges(first, last, emitted, fitting)
+    assert ranges == expected
+    assert ranges[0][0] == first and ranges[-1][1] == last
+    assert all(lo <= hi for lo, hi in ranges) and all(
+        a[1] + 1 == b[0] for a, b in zip(ranges[:-1], ranges[1:], strict=True)
+    )
