@@ -422,23 +422,26 @@ def _order_expressions(tree, order_by: str | None, name: str) -> list:
     return columns
 
 
-def writes_of(name: str) -> str | None:
-    """The relation a stage file writes, from its header; None when `name` is not a stage file."""
+def _stage_file(name: str):
+    """The parsed stage file `name` (sqlfiles.load), or None when `name` is not a file of sql/."""
     from lshsql import sqlfiles
 
     if not name.endswith(".sql") or not (sqlfiles.sql_dir() / name).exists():
         return None
-    return sqlfiles.load(name).writes
+    return sqlfiles.load(name)
+
+
+def writes_of(name: str) -> str | None:
+    """The relation a stage file writes, from its header; None when `name` is not a stage file."""
+    sql = _stage_file(name)
+    return sql.writes if sql else None
 
 
 def order_of(name: str) -> str | None:
     """The order of a stage file's rows by its header (`-- order:  url_id, term_hash (why)`: the keys before
     the parenthesis); None when `name` is not a stage file or its rows have no order."""
-    from lshsql import sqlfiles
-
-    if not name.endswith(".sql") or not (sqlfiles.sql_dir() / name).exists():
-        return None
-    order = sqlfiles.load(name).order.split(" (")[0].strip()
+    sql = _stage_file(name)
+    order = sql.order.split(" (")[0].strip() if sql else "none"
     return None if order.startswith("none") else order
 
 

@@ -49,6 +49,8 @@ def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
 # Memory a pair the candidates stage's self-join emits takes in its group and sort, with margin: ranges of
 # u_id are taken one at a time when the pairs would not fit in the memory limit at once.
 CANDIDATE_ROW_BYTES = 64
+# The u_id range of a stage taken in one piece where no estimate is made (Spark): every url_id
+EVERY_ID = (0, 2**62)
 
 
 def candidate_ranges(

@@ -280,7 +280,7 @@ def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, ba
     register(engine, work, stage.reads)
     fitting = engine.rows_fitting(batching.CANDIDATE_ROW_BYTES)
     if fitting is None:  # Spark: one piece, no estimate needed
-        ranges = [(0, 2**62)]
+        ranges = [batching.EVERY_ID]
     else:  # each member's share of its bucket's emitted pairs, as sql/41_bucket_sizes.sql counts them
         first, last, emitted = engine.row(
             "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), coalesce(sum(case "

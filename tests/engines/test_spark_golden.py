@@ -30,7 +30,7 @@ from lshsql.engines.base import DuckDBEngine  # noqa: E402
 from lshsql.lsh import cluster_ids, family  # noqa: E402
 from lshsql.lsh.scurve import resolve  # noqa: E402
 from lshsql.params import Params  # noqa: E402
-from lshsql.pipeline import template_context  # noqa: E402
+from lshsql.pipeline import batching, template_context  # noqa: E402
 from lshsql.sources.parse import PAGE_BLOCKS_SCHEMA  # noqa: E402
 from tests.conftest import write_table  # noqa: E402
 
@@ -201,7 +201,7 @@ def lsh_stages(engines, params: Params, out: str = "") -> tuple[list[dict], list
     context, max_bucket = template_context(params), {"max_bucket": params.max_bucket}
     buckets = engines.run("35_buckets_grouped.sql", {}, context, f"{out}buckets")  # Spark's form
     engines.inputs["buckets"] = engines.inputs[f"{out}buckets"]
-    every_u = {"u_first": 0, "u_last": 2**62}  # one range of u_id: the runner's on Spark
+    every_u = dict(zip(("u_first", "u_last"), batching.EVERY_ID, strict=True))  # the runner's on Spark
     candidates = engines.run("40_candidates.sql", max_bucket | every_u, context, f"{out}candidates")
     return buckets, candidates, engines.run("41_bucket_sizes.sql", max_bucket, context, f"{out}bucket_sizes")
 
@@ -541,7 +541,7 @@ PARAMETER_VALUES = {
     "unit": "url", "min_df": 1, "max_df": 1.0, "weighting": "tfidf", "scale": 100.0, "max_bucket": 100,
     "min_agree": 2, "num_perm": 4, "threshold": 0.5, "n_terms": 3, "min_size": 2, "level": 2, "min_shared": 1,
     "site": "a.example", "site_unit": "host", "batches": 1, "batch": 0, "share": 0.5, "min_pages": 3,
-    "last_id": 0, "u_first": 0, "u_last": 2**62,
+    "last_id": 0, "u_first": batching.EVERY_ID[0], "u_last": batching.EVERY_ID[1],
 }  # fmt: skip
 DUCKDB_ONLY = {
     "35_buckets.sql": "DuckDB's hash() band keys: Spark runs sql/35_buckets_grouped.sql",
