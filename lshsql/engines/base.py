@@ -8,8 +8,9 @@ asks which engine it has:
     register(inputs)                      a view per relation of Parquet file(s)
     materialize(sql, params, out, ...)    a stage file's final select -> ONE ordered Parquet file
     materialize_partitioned(sql, ...)     a stage file's final select -> one ordered file per partition
-    materialize_query(query, ..., out)    a runner's own select -> one Parquet file (the batched COMBINE)
-                                          (materialize_in_parts: one file per context, then COMBINE)
+    materialize_query(query, ..., out)    a runner's own select -> one Parquet file
+    concatenate(relation, order, out)     ordered files, one after another in that order -> one file
+                                          (materialize_in_parts: one file per context, then one file)
     to_table(sql, params, table, ...)     a stage file's final select kept as a table (loops of rounds)
     table(name, select) / append(...)     `create or replace temp table name as select` / `insert into`
                                           (both with named parameters)
@@ -83,6 +84,9 @@ class Engine:
     def materialize_query(self, query: str, params: dict, out, compression="zstd", table=None) -> int:
         raise NotImplementedError
 
+    def concatenate(self, relation: str, order: str, out, compression="zstd", table=None) -> int:
+        raise NotImplementedError
+
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
         raise NotImplementedError
 
@@ -150,6 +154,15 @@ class DuckDBEngine(Engine):
             f"copy ({query}) to $out (format parquet, compression {compression})", {**params, "out": str(out)}
         ).fetchall()
         return db.scalar(self.con, "select count(*) from read_parquet($p)", {"p": str(out)})
+
+    def concatenate(self, relation: str, order: str, out, compression="zstd", table=None) -> int:
+        """The rows of `relation`, files each in `order` and in it one after another, written as they come:
+        DuckDB keeps a scan's file and row order when told to preserve insertion order, so no sort."""
+        self.con.execute("set preserve_insertion_order = true")
+        try:
+            return self.materialize_query(f"select * from {relation}", {}, out, compression, table=table)
+        finally:
+            self.con.execute("set preserve_insertion_order = false")
 
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
         return sqlfiles.to_table(self.con, sql, params, table, context)
@@ -251,6 +264,11 @@ class SparkEngine(Engine):
 
         return spark.materialize(self.spark, query, params, out, table=table, compression=compression)
 
+    def concatenate(self, relation: str, order: str, out, compression="zstd", table=None) -> int:
+        """Sorted by `order`: Spark reads a list of files in partitions of its choosing, not in turn."""
+        query = f"select * from {relation} order by {order}"
+        return self.materialize_query(query, {}, out, compression, table)
+
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
         from lshsql.engines import spark
 
@@ -328,18 +346,20 @@ def materialize_in_parts(
     params: dict,
     contexts: list[dict],
     parts: Path,
-    combine: str,
+    order: str,
     out,
     compression: str = "zstd",
     table: str | None = None,
     part_params: list[dict] | None = None,
     prepare: Callable[[int], None] | None = None,
+    parts_in_order: bool = False,
 ) -> int:
     """A stage file's final select once per template context, each into a Parquet file under `parts`, then
-    `combine` (a select over the view `parts`) into `out`: the batches of the buckets stage, the blocks of
-    pairs, the batches of eval's truth. Part i adds part_params[i] to `params` (if given) and is preceded by
-    prepare(i) (the pairs stage registers its block's views). The parts are removed, on failure too.
-    Returns the rows written."""
+    their rows into `out` in `order` (columns): the batches of the buckets stage, the ranges of candidates,
+    the blocks of pairs, the batches of eval's truth. When `parts_in_order` (each part's rows follow the
+    last part's in `order`), the parts are concatenated rather than sorted. Part i adds part_params[i] to
+    `params` (if given) and is preceded by prepare(i) (the pairs stage registers its block's views). The
+    parts are removed, on failure too. Returns the rows written."""
     shutil.rmtree(parts, ignore_errors=True)
     try:
         for number, context in enumerate(contexts):
@@ -349,7 +369,10 @@ def materialize_in_parts(
             engine.materialize(sql, bound, Path(parts) / f"part-{number:05d}.parquet", context)
             progress.step("batch", number + 1, len(contexts))
         engine.register({"parts": sorted(str(p) for p in Path(parts).glob("*.parquet"))})
-        return engine.materialize_query(combine, {}, out, compression, table=table)
+        if parts_in_order:
+            return engine.concatenate("parts", order, out, compression, table=table)
+        sort = f"select * from parts order by {order}"
+        return engine.materialize_query(sort, {}, out, compression, table=table)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
 

@@ -19,7 +19,7 @@ BATCH_BAND_KEYS = 8_000_000
 
 
 # The buckets of a batch are ordered (band, bucket, url_id) and batches take increasing bands
-COMBINE_BUCKETS = "select * from parts order by band, bucket, url_id"
+BUCKETS_ORDER = "band, bucket, url_id"
 
 
 def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:

@@ -107,7 +107,7 @@ def _pairs(
             sql_params,
             [context] * len(blocks),
             work / "tmp" / "pairs_blocks",
-            "select * from parts order by u_id, v_id",
+            "u_id, v_id",
             out,
             stage.compression,
             stage.name,

@@ -258,7 +258,16 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
         ]
         parts = work / "tmp" / f"{stage.name}_batches"
         return materialize_in_parts(
-            engine, sql, {}, batches, parts, batching.COMBINE_BUCKETS, target, stage.compression, stage.name
+            engine,
+            sql,
+            {},
+            batches,
+            parts,
+            batching.BUCKETS_ORDER,
+            target,
+            stage.compression,
+            stage.name,
+            parts_in_order=True,
         )
 
     def write_reused(target: Path) -> int:
@@ -298,16 +307,17 @@ def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, ba
         sql_params,
         [None] * len(ranges),
         work / "tmp" / "candidates_parts",
-        "select * from parts order by u_id, v_id",
+        "u_id, v_id",
         output_path(work, stage.name),
         stage.compression,
         table=stage.name,
         part_params=[{"u_first": lo, "u_last": hi} for lo, hi in ranges],
+        parts_in_order=True,  # increasing ranges of u_id, each ordered (u_id, v_id)
     )
     compiled = Compiled(stage.sql, sql_params, None, input_views(work, stage.reads))
     compiled.notes = (
         f"This file takes every u_id at once; the run took {len(ranges)} ranges of u_id (u_first, u_last): "
-        f"{ranges}, and ordered their union: the same rows.",
+        f"{ranges}, and wrote their rows one range after another: the same rows in the same order.",
     )
     return rows, {"u_ranges": len(ranges), COMPILED: compiled}
 

@@ -59,14 +59,13 @@ def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches:
     if batches == 1:
         return engine.materialize(sql, params | TRUTH_ALL, out)
     part_params = [{"batches": batches, "batch": batch} for batch in range(batches)]
-    union = "select * from parts order by u_id, v_id"
     return materialize_in_parts(
         engine,
         sql,
         params,
         [None] * batches,
         work / EVAL_DIR / "truth_batches",
-        union,
+        "u_id, v_id",
         out,
         part_params=part_params,
     )

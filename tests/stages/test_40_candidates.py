@@ -381,3 +381,37 @@ def test_candidate_ranges_cover_every_id_once(first, last, emitted, fitting, exp
     assert all(lo <= hi for lo, hi in ranges) and all(
         a[1] + 1 == b[0] for a, b in zip(ranges[:-1], ranges[1:], strict=True)
     )
+
+
+def parts_in_order(folder, n_parts: int = 3, rows: int = 120_000) -> list[str]:
+    """Parquet files of (u_id, v_id) that follow one another in that order, each of many row groups, and
+    whose rows DuckDB could emit out of order if it did not keep insertion order (v_id falls as u_id rises)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    files = []
+    for part in range(n_parts):
+        u = pa.array(range(part * rows, (part + 1) * rows), pa.int64())
+        table = pa.table({"u_id": u, "v_id": pa.array([10**9 - x for x in u.to_pylist()], pa.int64())})
+        files.append(str(folder / f"part-{part:05d}.parquet"))
+        pq.write_table(table, files[-1], row_group_size=7_000)
+    return files
+
+
+def test_parts_in_order_are_concatenated_in_order_without_a_sort(tmp_path):
+    """DuckDB's concatenate writes the rows of ordered parts one part after another, with two threads and
+    parts of many row groups, and leaves the connection free to reorder again (preserve_insertion_order
+    false, as every run sets it)."""
+    import pyarrow.parquet as pq
+
+    from lshsql.engines import duckdb as db
+    from lshsql.engines.base import DuckDBEngine
+
+    files = parts_in_order(tmp_path / "parts")
+    with db.connect(db.Resources(memory_limit="1GB", threads=2)) as con:
+        engine = DuckDBEngine(con)
+        engine.register({"parts": files})
+        assert engine.concatenate("parts", "u_id, v_id", tmp_path / "out.parquet") == 360_000
+        assert con.sql("select current_setting('preserve_insertion_order')").fetchall() == [(False,)]
+    assert pq.read_table(tmp_path / "out.parquet")["u_id"].to_pylist() == list(range(360_000))
