@@ -158,11 +158,12 @@ class DuckDBEngine(Engine):
     def concatenate(self, relation: str, order: str, out, compression="zstd", table=None) -> int:
         """The rows of `relation`, files each in `order` and in it one after another, written as they come:
         DuckDB keeps a scan's file and row order when told to preserve insertion order, so no sort."""
+        kept = db.scalar(self.con, "select current_setting('preserve_insertion_order')")
         self.con.execute("set preserve_insertion_order = true")
         try:
             return self.materialize_query(f"select * from {relation}", {}, out, compression, table=table)
         finally:
-            self.con.execute("set preserve_insertion_order = false")
+            self.con.execute(f"set preserve_insertion_order = {'true' if kept else 'false'}")
 
     def to_table(self, sql, params: dict, table: str, context=None) -> int:
         return sqlfiles.to_table(self.con, sql, params, table, context)

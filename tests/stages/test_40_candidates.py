@@ -401,8 +401,8 @@ def parts_in_order(folder, n_parts: int = 3, rows: int = 120_000) -> list[str]:
 
 def test_parts_in_order_are_concatenated_in_order_without_a_sort(tmp_path):
     """DuckDB's concatenate writes the rows of ordered parts one part after another, with two threads and
-    parts of many row groups, and leaves the connection free to reorder again (preserve_insertion_order
-    false, as every run sets it)."""
+    parts of many row groups, and leaves the connection's preserve_insertion_order as it found it (false,
+    as every run sets it, so DuckDB may reorder again; or a caller's true)."""
     import pyarrow.parquet as pq
 
     from lshsql.engines import duckdb as db
@@ -414,4 +414,8 @@ def test_parts_in_order_are_concatenated_in_order_without_a_sort(tmp_path):
         engine.register({"parts": files})
         assert engine.concatenate("parts", "u_id, v_id", tmp_path / "out.parquet") == 360_000
         assert con.sql("select current_setting('preserve_insertion_order')").fetchall() == [(False,)]
-    assert pq.read_table(tmp_path / "out.parquet")["u_id"].to_pylist() == list(range(360_000))
+        con.execute("set preserve_insertion_order = true")
+        assert engine.concatenate("parts", "u_id, v_id", tmp_path / "again.parquet") == 360_000
+        assert con.sql("select current_setting('preserve_insertion_order')").fetchall() == [(True,)]
+    for name in ("out.parquet", "again.parquet"):
+        assert pq.read_table(tmp_path / name)["u_id"].to_pylist() == list(range(360_000))
