@@ -362,14 +362,15 @@ def materialize_in_parts(
     `params` (if given) and is preceded by prepare(i) (the pairs stage registers its block's views). The
     parts are removed, on failure too. Returns the rows written."""
     shutil.rmtree(parts, ignore_errors=True)
+    files = [str(Path(parts) / f"part-{number:05d}.parquet") for number in range(len(contexts))]
     try:
         for number, context in enumerate(contexts):
             if prepare:
                 prepare(number)
             bound = params | (part_params[number] if part_params else {})
-            engine.materialize(sql, bound, Path(parts) / f"part-{number:05d}.parquet", context)
+            engine.materialize(sql, bound, files[number], context)
             progress.step("batch", number + 1, len(contexts))
-        engine.register({"parts": sorted(str(p) for p in Path(parts).glob("*.parquet"))})
+        engine.register({"parts": files})  # in the order written, whatever their names' sort order
         if parts_in_order:
             return engine.concatenate("parts", order, out, compression, table=table)
         sort = f"select * from parts order by {order}"
