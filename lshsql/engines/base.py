@@ -21,7 +21,7 @@ asks which engine it has:
                                           unreadable, in the engine's words)
     file_source(name, path)               a FROM item reading one Parquet file, and its parameters
                                           (DuckDB: read_parquet($p); Spark: a temp view `name`)
-    scalar(query) / row(query)            one value / the first row of a select
+    scalar(query) / row(query) / rows(query)  one value / the first row / every row of a select
     columns(relation)                     the column names of a registered relation
     band_batch(n_urls, key_bytes)         LSH tables per batch the memory limit holds (Spark: None, all)
     rows_fitting(row_bytes)               rows of that size the memory limit holds (Spark: None, no bound)
@@ -117,6 +117,9 @@ class Engine:
     def row(self, query: str, params: dict | None = None) -> tuple:
         raise NotImplementedError
 
+    def rows(self, query: str, params: dict | None = None) -> list[tuple]:
+        raise NotImplementedError
+
     def columns(self, relation: str) -> list[str]:
         raise NotImplementedError
 
@@ -206,6 +209,9 @@ class DuckDBEngine(Engine):
 
     def row(self, query: str, params: dict | None = None) -> tuple:
         return self.con.execute(query, params or {}).fetchall()[0]
+
+    def rows(self, query: str, params: dict | None = None) -> list[tuple]:
+        return self.con.execute(query, params or {}).fetchall()
 
     def columns(self, relation: str) -> list[str]:
         return self.con.table(relation).columns
@@ -321,6 +327,12 @@ class SparkEngine(Engine):
         df = spark._run(self.spark, transpile.to_spark_tree(query), params or {}, "query")  # noqa: SLF001
         rows = spark.spark_call("query", lambda: df.limit(1).collect())
         return tuple(rows[0]) if rows else ()
+
+    def rows(self, query: str, params: dict | None = None) -> list[tuple]:
+        from lshsql.engines import spark, transpile
+
+        df = spark._run(self.spark, transpile.to_spark_tree(query), params or {}, "query")  # noqa: SLF001
+        return [tuple(row) for row in spark.spark_call("query", df.collect)]
 
     def columns(self, relation: str) -> list[str]:
         return self.spark.table(relation).columns

@@ -79,7 +79,8 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
     config = {
         "memory_limit": resources.memory_limit,
         "threads": resources.threads,
-        # Every materialization has an explicit ORDER BY, so DuckDB may reorder anything else.
+        # Every materialization orders its rows (an ORDER BY, a projection of a sorted CTE, or ordered parts
+        # concatenated with the setting on for that copy), so DuckDB may reorder anything else.
         "preserve_insertion_order": False,
     }
     if resources.temp_directory:

@@ -51,19 +51,31 @@ def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
 CANDIDATE_ROW_BYTES = 64
 # The u_id range of a stage taken in one piece where no estimate is made (Spark): every url_id
 EVERY_ID = (0, 2**62)
+# Bins of url_id the emitted pairs are counted in to place the ranges' cuts (a cut falls between bins)
+CANDIDATE_BINS = 65_536
+
+
+def candidate_bin_width(first: int, last: int) -> int:
+    """Url_ids per bin when first..last is counted in at most CANDIDATE_BINS bins."""
+    return max(1, -(-(last - first + 1) // CANDIDATE_BINS))
 
 
 def candidate_ranges(
-    first: int, last: int, emitted: float, rows_fitting: int | None
+    first: int, last: int, width: int, bins: list[tuple[int, float]], rows_fitting: int | None
 ) -> list[tuple[int, int]]:
-    """Ranges (u_first, u_last) of url_id cutting first..last into pieces of about equal pairs, so that each
-    piece's `emitted` share fits `rows_fitting` rows (None: Spark, one piece). A URL pairs as u with the
-    members above it, so the lower ids hold more pairs: the j-th of P cuts sits at 1 - sqrt(1 - j / P) of
-    the span, where a uniform spread of ids puts j / P of the pairs below it."""
-    span = last - first + 1
-    if rows_fitting is None or span <= 1 or emitted <= rows_fitting:
+    """Ranges (u_first, u_last) covering first..last, cut between bins of `width` url_ids (bin b starts at
+    first + b * width; bins: (b, pairs) in increasing b, empty bins left out) into as few pieces as hold
+    the pairs within `rows_fitting` rows, of about equal pairs: a range ends once it holds its share, or
+    before a bin that would overflow it. A bin that alone holds more is a range of its own. None (Spark):
+    one piece."""
+    total = sum(pairs for _, pairs in bins)
+    if rows_fitting is None or total <= rows_fitting:
         return [(first, last)]
-    pieces = int(min(span, -(-int(emitted) // max(1, int(rows_fitting)))))
-    cuts = sorted({first + int(span * (1 - math.sqrt(1 - j / pieces))) for j in range(1, pieces)})
-    starts = [first, *(c for c in cuts if first < c <= last)]
+    share = total / math.ceil(total / max(rows_fitting, 1))
+    starts, held = [first], 0.0
+    for b, pairs in bins:
+        if held > 0 and (held >= share or held + pairs > rows_fitting):
+            starts.append(first + b * width)
+            held = 0.0
+        held += pairs
     return [(start, end - 1) for start, end in zip(starts, [*starts[1:], last + 1], strict=True)]

@@ -158,7 +158,11 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     extra[COMPILED].views["frozen_idf"] = frozen_view
     with_bag = None
     if fast:  # the pass that looks for a repeat also counts the URLs with a bag (bags are in url_id order)
-        repeated, with_bag = ordered_keys(output_path(work, stage.name), ("url_id", "term_hash"))
+        try:
+            repeated, with_bag = ordered_keys(output_path(work, stage.name), ("url_id", "term_hash"))
+        except StageError:
+            output_path(work, stage.name).unlink()  # bags out of order: no stage may take them as its input
+            raise
         repeated = repeated or hidden_repeats(engine, params)
     else:
         repeated = False
@@ -283,21 +287,38 @@ def _run_buckets(engine: Engine, stage: Stage, params: Params, work: Path, bags)
     return rows, {**extra, **reuse_extra}
 
 
+# The pairs each bucket member emits as u in sql/40_candidates.sql: one with each member above it, but
+# past the first $cap members of a bucket over the cap, none. The total, each member's share of its
+# bucket's pairs as sql/41_bucket_sizes.sql counts them, needs no order; per bin of url_id, the rank.
+EMITTED_PAIRS = (
+    "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), coalesce(sum(case "
+    "when n_members <= $cap then (n_members - 1) / 2 "
+    "else $cap * (2 * n_members - $cap - 1) / (2 * n_members) end), 0) from buckets"
+)
+EMITTED_PAIRS_BY_BIN = (
+    "select (url_id - $first) // $width as bin, sum(case when n_members > $cap and member_rank > $cap "
+    "then 0 else n_members - member_rank end) as pairs "
+    "from (select url_id, n_members, row_number() over (partition by band, bucket order by url_id) "
+    "as member_rank from buckets) group by bin order by bin"
+)
+
+
 def _run_candidates(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """The candidate pairs, in ranges of u_id when the pairs the self-join emits would not fit in the memory
-    limit at once (batching.candidate_ranges): each range is complete, as a pair's u_id is in one range."""
+    limit at once (batching.candidate_ranges, cut where the pairs each bin of url_ids emits add up to what
+    fits): each range is complete, as a pair's u_id is in one range."""
     register(engine, work, stage.reads)
     fitting = engine.rows_fitting(batching.CANDIDATE_ROW_BYTES)
-    if fitting is None:  # Spark: one piece, no estimate needed
-        ranges = [batching.EVERY_ID]
-    else:  # each member's share of its bucket's emitted pairs, as sql/41_bucket_sizes.sql counts them
-        first, last, emitted = engine.row(
-            "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), coalesce(sum(case "
-            "when n_members <= $cap then (n_members - 1) / 2 "
-            "else $cap * (2 * n_members - $cap - 1) / (2 * n_members) end), 0) from buckets",
-            {"cap": params.max_bucket},
-        )
-        ranges = batching.candidate_ranges(int(first), int(last), float(emitted), fitting)
+    ranges = [batching.EVERY_ID]  # Spark: one piece, no estimate needed
+    if fitting is not None:
+        cap = params.max_bucket
+        first, last, emitted = engine.row(EMITTED_PAIRS, {"cap": cap})
+        first, last = int(first), int(last)
+        ranges = [(first, last)]
+        if float(emitted) > fitting:  # the counts per bin need a sort of the buckets: only when cut
+            width = batching.candidate_bin_width(first, last)
+            bins = engine.rows(EMITTED_PAIRS_BY_BIN, {"cap": cap, "first": first, "width": width})
+            ranges = batching.candidate_ranges(first, last, width, bins, fitting)
     sql_params = {"max_bucket": params.max_bucket, "u_first": ranges[0][0], "u_last": ranges[-1][1]}
     if len(ranges) == 1:
         return run_sql(engine, stage, params, work, bags, sql_params=sql_params)

@@ -446,6 +446,23 @@ def test_rows_out_of_order_stop_the_repeat_pass(tmp_path):
             ordered_keys(path, ("url_id", "term_hash"))
 
 
+def test_bags_found_out_of_order_are_not_left_for_the_next_stage(tmp_path, monkeypatch):
+    """When the repeat pass finds the bags just written out of order, the run stops and removes them, as a
+    refused --freeze-idf run does: a later `--only` would otherwise take them as a user's table."""
+    from lshsql.errors import StageError
+    from lshsql.pipeline import run, runners
+    from tests.conftest import write_table
+
+    def out_of_order(path, keys):
+        raise StageError(f"{path}: rows not in ({', '.join(keys)}) order")
+
+    monkeypatch.setattr(runners, "ordered_keys", out_of_order)
+    bags = write_table(tmp_path / "in.parquet", [{"url": f"u{i}", "term": f"t{i % 3}"} for i in range(6)])
+    with pytest.raises(StageError, match="not in"):
+        run(tmp_path / "w", Params(weighting="none", k=2, l=2), bags=bags)
+    assert not (tmp_path / "w" / "bags.parquet").exists()
+
+
 @pytest.mark.parametrize("weighting", ["none", "tfidf"])
 def test_bags_without_weights_are_sorted_on_fewer_columns_to_the_same_rows(tmp_path, monkeypatch, weighting):
     """A user's table without a weight column has tf 1 on every row, so the runner renders sql/20_bags.sql

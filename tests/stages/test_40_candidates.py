@@ -360,27 +360,54 @@ def test_candidates_in_ranges_of_u_equal_those_in_one_piece(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize(
-    ("first", "last", "emitted", "fitting", "expected"),
+    ("first", "last", "width", "bins", "fitting", "expected"),
     [
-        (1, 10, 5.0, 10, [(1, 10)]),  # fits: one piece
-        (1, 10, 100.0, None, [(1, 10)]),  # Spark: one piece
-        (0, 0, 0.0, 0, [(0, 0)]),  # no buckets
-        (7, 7, 1e12, 1, [(7, 7)]),  # one id cannot be cut
-        (1, 3, 100.0, 1, [(1, 1), (2, 3)]),  # more pieces than ids: cuts that collide merge
-        (1, 10_000_000, 350e6, 134_000_000, [(1, 1835034), (1835035, 4226497), (4226498, 10_000_000)]),
+        (1, 10, 1, [(0, 5.0)], None, [(1, 10)]),  # Spark: one piece
+        (1, 10, 1, [(0, 3.0), (5, 2.0)], 10, [(1, 10)]),  # fits: one piece
+        (0, 0, 1, [], 0, [(0, 0)]),  # no buckets
+        (1, 10, 1, [(0, 4.0), (1, 4.0), (2, 4.0), (5, 1.0)], 8, [(1, 2), (3, 10)]),  # packed to 8
+        (1, 10, 1, [(0, 1.0), (3, 50.0), (4, 1.0)], 8, [(1, 3), (4, 4), (5, 10)]),  # a bin over: alone
+        (1, 100, 10, [(0, 5.0), (3, 5.0), (9, 5.0)], 6, [(1, 30), (31, 90), (91, 100)]),  # cut at bins
+        (1, 5, 1, [(0, 1.0), (2, 1.0)], 0, [(1, 2), (3, 5)]),  # nothing fits: a range per non-empty bin
+        (1, 4, 1, [(0, 3.0), (1, 3.0), (2, 3.0), (3, 3.0)], 10, [(1, 2), (3, 4)]),  # two of 6, not 9 and 3
     ],
 )
-def test_candidate_ranges_cover_every_id_once(first, last, emitted, fitting, expected):
-    """Ranges of u_id: contiguous, in order, none empty, from first to last, the lower ones narrower (a URL
-    pairs as u with the members above it)."""
+def test_candidate_ranges_cover_every_id_once(first, last, width, bins, fitting, expected):
+    """Ranges of u_id: contiguous, in order, none empty, from first to last, cut between bins into as few
+    ranges as hold at most `fitting` of the pairs counted in their bins (unless one bin alone holds more),
+    of about equal pairs."""
     from lshsql.pipeline.batching import candidate_ranges
 
-    ranges = candidate_ranges(first, last, emitted, fitting)
+    ranges = candidate_ranges(first, last, width, bins, fitting)
     assert ranges == expected
     assert ranges[0][0] == first and ranges[-1][1] == last
     assert all(lo <= hi for lo, hi in ranges) and all(
         a[1] + 1 == b[0] for a, b in zip(ranges[:-1], ranges[1:], strict=True)
     )
+
+
+@pytest.mark.parametrize("max_bucket", [1000, 4])
+def test_the_pairs_counted_per_bin_are_those_the_self_join_emits(tmp_path, max_bucket):
+    """The runner places the ranges' cuts by the pairs each url_id emits as u (runners.EMITTED_PAIRS_BY_BIN,
+    from the buckets alone): exactly the candidates' n_bands summed by u_id, capped buckets included, and
+    their total is the cheap estimate's (runners.EMITTED_PAIRS)."""
+    import duckdb
+
+    from lshsql.pipeline import run, runners
+
+    work = tmp_path / "w"
+    run(work, Params(weighting="none", k=3, l=8, max_bucket=max_bucket), bags=near_duplicate_bags(tmp_path))
+    con = duckdb.connect()
+    con.read_parquet(str(work / "buckets.parquet")).create_view("buckets")
+    first, _, emitted = con.execute(runners.EMITTED_PAIRS, {"cap": max_bucket}).fetchall()[0]
+    counted = con.execute(runners.EMITTED_PAIRS_BY_BIN, {"cap": max_bucket, "first": first, "width": 1})
+    by_u = {first + b: pairs for b, pairs in counted.fetchall() if pairs}
+    emitted_by_u = con.execute(
+        "select u_id, sum(n_bands) from read_parquet($p) group by u_id",
+        {"p": str(work / "candidates.parquet")},
+    ).fetchall()
+    assert len(by_u) > 10 and by_u == dict(emitted_by_u)
+    assert sum(by_u.values()) == pytest.approx(emitted)
 
 
 def parts_in_order(folder, n_parts: int = 3, rows: int = 120_000) -> list[str]:
