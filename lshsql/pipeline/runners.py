@@ -296,8 +296,8 @@ EMITTED_PAIRS = (
     "else $cap * (2 * n_members - $cap - 1) / (2 * n_members) end), 0) from buckets"
 )
 EMITTED_PAIRS_BY_BIN = (
-    "select (url_id - $first) // $width as bin, sum(case when n_members > $cap and member_rank > $cap "
-    "then 0 else n_members - member_rank end) as pairs "
+    "select cast(url_id - $first as bigint) // $width as bin, "
+    "sum(case when n_members > $cap and member_rank > $cap then 0 else n_members - member_rank end) as pairs "
     "from (select url_id, n_members, row_number() over (partition by band, bucket order by url_id) "
     "as member_rank from buckets) group by bin order by bin"
 )
