@@ -64,18 +64,32 @@ def candidate_ranges(
     first: int, last: int, width: int, bins: list[tuple[int, float]], rows_fitting: int | None
 ) -> list[tuple[int, int]]:
     """Ranges (u_first, u_last) covering first..last, cut between bins of `width` url_ids (bin b starts at
-    first + b * width; bins: (b, pairs) in increasing b, empty bins left out) into as few pieces as hold
-    the pairs within `rows_fitting` rows, of about equal pairs: a range ends once it holds its share, or
-    before a bin that would overflow it. A bin that alone holds more is a range of its own. None (Spark):
-    one piece."""
+    first + b * width; bins: (b, pairs) in increasing b, bins without pairs may be left out) into as few
+    ranges as hold the pairs within `rows_fitting` rows, of about equal pairs where that takes no more
+    ranges. A bin that alone holds more is a range of its own. None (Spark): one piece."""
     total = sum(pairs for _, pairs in bins)
     if rows_fitting is None or total <= rows_fitting:
         return [(first, last)]
-    share = total / math.ceil(total / max(rows_fitting, 1))
+    fitting = max(rows_fitting, 1)
+    balanced, packed = (_cut_starts(first, width, bins, fitting, balance) for balance in (True, False))
+    starts = balanced if len(balanced) <= len(packed) else packed
+    return [(start, end - 1) for start, end in zip(starts, [*starts[1:], last + 1], strict=True)]
+
+
+def _cut_starts(
+    first: int, width: int, bins: list[tuple[int, float]], fitting: int, balance: bool
+) -> list[int]:
+    """The first id of each range: a range ends before a bin with pairs that would overflow it (packed, the
+    fewest ranges), or also once it holds its share of the pairs left (balanced)."""
+    remaining = sum(pairs for _, pairs in bins)
+    share = remaining / math.ceil(remaining / fitting) if balance else math.inf
     starts, held = [first], 0.0
     for b, pairs in bins:
-        if held > 0 and (held >= share or held + pairs > rows_fitting):
+        if pairs > 0 and held > 0 and (held >= share or held + pairs > fitting):
             starts.append(first + b * width)
+            remaining -= held
             held = 0.0
+            if balance:
+                share = remaining / math.ceil(remaining / fitting)
         held += pairs
-    return [(start, end - 1) for start, end in zip(starts, [*starts[1:], last + 1], strict=True)]
+    return starts

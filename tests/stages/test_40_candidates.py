@@ -370,12 +370,14 @@ def test_candidates_in_ranges_of_u_equal_those_in_one_piece(tmp_path, monkeypatc
         (1, 100, 10, [(0, 5.0), (3, 5.0), (9, 5.0)], 6, [(1, 30), (31, 90), (91, 100)]),  # cut at bins
         (1, 5, 1, [(0, 1.0), (2, 1.0)], 0, [(1, 2), (3, 5)]),  # nothing fits: a range per non-empty bin
         (1, 4, 1, [(0, 3.0), (1, 3.0), (2, 3.0), (3, 3.0)], 10, [(1, 2), (3, 4)]),  # two of 6, not 9 and 3
+        (1, 3, 1, [(0, 2.0), (1, 3.0), (2, 1.0)], 4, [(1, 1), (2, 3)]),  # a share cut short: not 3 ranges
+        (1, 3, 1, [(0, 10.0), (1, 10.0), (2, 0.0)], 10, [(1, 1), (2, 3)]),  # no range of no pairs
     ],
 )
 def test_candidate_ranges_cover_every_id_once(first, last, width, bins, fitting, expected):
     """Ranges of u_id: contiguous, in order, none empty, from first to last, cut between bins into as few
     ranges as hold at most `fitting` of the pairs counted in their bins (unless one bin alone holds more),
-    of about equal pairs."""
+    of about equal pairs where that takes no more ranges, and none without pairs."""
     from lshsql.pipeline.batching import candidate_ranges
 
     ranges = candidate_ranges(first, last, width, bins, fitting)
@@ -384,6 +386,35 @@ def test_candidate_ranges_cover_every_id_once(first, last, width, bins, fitting,
     assert all(lo <= hi for lo, hi in ranges) and all(
         a[1] + 1 == b[0] for a, b in zip(ranges[:-1], ranges[1:], strict=True)
     )
+
+
+def test_candidate_ranges_are_the_fewest_that_fit_on_random_bins():
+    """On random bins (zeros and bins over the limit included): as many ranges as cutting only before an
+    overflowing bin gives, the fewest contiguous ranges that fit; each within the limit unless it is one
+    bin; none without pairs."""
+    import random
+
+    from lshsql.pipeline.batching import candidate_ranges
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        first, width, fitting = rng.randint(0, 5), rng.randint(1, 3), rng.randint(1, 12)
+        bins = [(b, float(rng.choice([0, 0, 1, 2, 3, 5, 8, 15]))) for b in range(rng.randint(1, 12))]
+        last = first + width * len(bins) - 1
+        ranges = candidate_ranges(first, last, width, bins, fitting)
+        held = [sum(p for b, p in bins if lo <= first + b * width <= hi) for lo, hi in ranges]
+        fewest, acc = 1, 0.0
+        for _, pairs in bins:
+            if pairs and acc and acc + pairs > fitting:
+                fewest, acc = fewest + 1, 0.0
+            acc += pairs
+        assert ranges[0][0] == first and ranges[-1][1] == last
+        assert len(ranges) == (1 if sum(held) <= fitting else fewest)
+        assert all(
+            h <= fitting or len([b for b, p in bins if p and lo <= first + b * width <= hi]) == 1
+            for h, (lo, hi) in zip(held, ranges, strict=True)
+        )
+        assert len(ranges) == 1 or all(h > 0 for h in held)
 
 
 @pytest.mark.parametrize("max_bucket", [1000, 4])
