@@ -20,6 +20,7 @@ MAX_K = 32
 # a term of weight q is min-hashed as q copies; tfidf/tf bags sum to --scale, so it bounds --scale too
 MAX_COPIES = 1_000_000
 PLAN_RECALL = 0.95  # the planner's default recall at the threshold (Params.recall)
+DEFAULT_NUM_PERM = 80  # m where the planner does not choose it (the paper's)
 VERIFY_SIGMAS = 3.0
 # the widest spread of oph's agreements over the binomial's, on sets smaller than m (bench/RESULTS.md)
 OPH_SPREAD = 1.5
@@ -34,7 +35,8 @@ def _option(default, help: str, *flags: str, first: bool = False):
 class Params:
     """Everything after extraction. Defaults follow Haveliwala et al. (2000): m = 80 min-hashes and pairs
     kept at 20% agreement. With k and l left None the planner chooses the cheapest (k, l) whose S-curve
-    gives recall >= `recall` (0.95) at the threshold; k=3, l=125 are the paper's own choice."""
+    gives recall >= `recall` (0.95) at the threshold; k=3, l=125 are the paper's own choice. With m left
+    None too it may choose m = 128, whose tables share fewer min-hashes, for millions of URLs."""
 
     # Each field is also an option of `lshsql run` and `lshsql stage` (lshsql/cli/options.py): its metadata
     # holds the option's help ("{default}" is the field's default), flags when not --field-name, and
@@ -56,7 +58,10 @@ class Params:
         "Keep the document frequencies and URL count of the first run with this option (DIR/frozen_idf"
         ".parquet): a URL whose terms it all knows keeps its bag and signature when URLs are added.",
     )
-    num_perm: int = _option(80, "m, min-hashes per URL [{default}].")
+    # None: the planner's choice, 80 or 128, when it also chooses k and l (lsh/scurve.py), else 80
+    num_perm: int | None = _option(
+        None, "m, min-hashes per URL [80, or 128 where the planner expects less work]."
+    )
     sketch: str = _option(
         "minhash", "minhash (m hash functions) or oph (one hash into m bins, densified) [{default}]."
     )
@@ -85,7 +90,10 @@ class Params:
                 f"max_df is a fraction of URLs in (0, 1], got {self.max_df}",
             ),
             (0 < self.scale <= MAX_COPIES, f"scale must be in (0, {MAX_COPIES:,}], got {self.scale}"),
-            (1 <= self.num_perm <= 1024, f"num_perm must be in 1..1024, got {self.num_perm}"),
+            (
+                self.num_perm is None or 1 <= self.num_perm <= 1024,
+                f"num_perm must be in 1..1024, got {self.num_perm}",
+            ),
             (self.sketch in SKETCHES, f"sketch must be one of {', '.join(SKETCHES)}"),
             (self.signature_bytes in (3, 4), "signature bytes must be 3 or 4"),
             (self.k is None or 1 <= self.k <= MAX_K, f"k must be in 1..{MAX_K}, got {self.k}"),
@@ -99,12 +107,25 @@ class Params:
         for ok, message in checks:
             if not ok:
                 raise ParamError(message)
-        if not self.banding and self.k is not None and self.k > self.num_perm:
-            raise ParamError(f"k must be at most num_perm: a table takes k of the {self.num_perm} min-hashes")
-        if self.banding and self.k is not None and self.l is not None and self.k * self.l > self.num_perm:
-            raise ParamError(
-                f"banding needs b*r <= num_perm: {self.l} bands x {self.k} rows > {self.num_perm}"
-            )
+        if self.num_perm is None and not self.plans_num_perm:  # m = 80 unless the planner chooses it
+            object.__setattr__(self, "num_perm", DEFAULT_NUM_PERM)
+        m = self.num_perm or DEFAULT_NUM_PERM
+        if not self.banding and self.k is not None and self.k > m:
+            raise ParamError(f"k must be at most num_perm: a table takes k of the {m} min-hashes")
+        if self.banding and self.k is not None and self.l is not None and self.k * self.l > m:
+            raise ParamError(f"banding needs b*r <= num_perm: {self.l} bands x {self.k} rows > {m}")
+
+    @property
+    def plans_num_perm(self) -> bool:
+        """Whether the planner chooses m (then None until it has): not given, with k and l left to it too,
+        for random tables of the min-hash sketch (banding and the one-permutation sketch take m = 80)."""
+        return (
+            self.num_perm is None
+            and self.k is None
+            and self.l is None
+            and not self.banding
+            and self.sketch == "minhash"
+        )
 
     @property
     def min_agree(self) -> int:
@@ -116,6 +137,8 @@ class Params:
         one-permutation sketch of a set with fewer elements than m bins fills most bins from the same few
         elements: its agreements spread wider than the binomial's, and the cut is OPH_SPREAD times lower."""
         t, m = self.threshold, self.num_perm
+        if m is None:
+            raise ParamError("num_perm is not chosen yet: the planner chooses it before the signatures stage")
         if self.verify:
             sigmas = VERIFY_SIGMAS * (OPH_SPREAD if self.sketch == "oph" else 1.0)
             return max(1, math.floor((t - sigmas * math.sqrt(t * (1 - t) / m)) * m))

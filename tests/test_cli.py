@@ -267,7 +267,9 @@ def test_the_stage_options_of_run_and_stage_are_made_from_the_params_fields():
         for field in fields(Params):
             option = options[name][field.name]
             assert option.default is None and option.help, (name, field.name)
-    assert options["run"]["num_perm"].help == "m, min-hashes per URL [80]."
+    assert options["run"]["num_perm"].help == (
+        "m, min-hashes per URL [80, or 128 where the planner expects less work]."
+    )
     assert options["run"]["k"].opts == ["-k"]
     assert options["stage"]["banding"].secondary_opts == ["--random-tables"]
     assert {"weighting", "min_df", "max_df", "scale", "num_perm", "seed"} <= set(options["hierarchy"])

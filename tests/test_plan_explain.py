@@ -36,8 +36,8 @@ def test_plan_without_data_is_the_s_curve_of_the_drawn_tables():
 
 
 def test_a_lower_recall_takes_fewer_tables_and_still_reaches_it():
-    chosen = resolve(Params(threshold=0.5, recall=0.8), whole_sets=True)
-    default = resolve(Params(threshold=0.5), whole_sets=True)
+    chosen = resolve(Params(threshold=0.5, recall=0.8, num_perm=80), whole_sets=True)
+    default = resolve(Params(threshold=0.5, num_perm=80), whole_sets=True)
     assert (chosen.k, chosen.l) == (plan(0.5, recall=0.8).k, plan(0.5, recall=0.8).l)
     assert chosen.k * chosen.l < default.k * default.l
     assert 0.8 <= tables_recall(0.5, chosen.k, chosen.l, 80) < 0.95

@@ -35,7 +35,9 @@ def plan(
     recall: Annotated[
         float, typer.Option(help="Probability wanted of finding a pair right at the threshold.")
     ] = 0.95,
-    num_perm: Annotated[int, typer.Option(help="m, min-hashes per URL.")] = 80,
+    num_perm: Annotated[
+        int | None, typer.Option(help="m, min-hashes per URL [that of --work's signatures, else 80].")
+    ] = None,
     sketch: Annotated[str, typer.Option(help="minhash or oph: the signatures' sketch.")] = "minhash",
     banding: Annotated[bool, typer.Option("--banding/--random-tables", help="b bands of r rows.")] = False,
     seed: Annotated[int, typer.Option(help="Seed of the LSH tables (for the bucket prediction).")] = 1,

@@ -11,21 +11,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
 from lshsql.lsh import family
 from lshsql.lsh.scurve import (
     CANDIDATE_COST,
+    NUM_PERM_CHOICES,
     OPH_PLAN_UNION,
     RECALL_DRAWS,
     choose_kl,
     choose_kl_for_sample,
+    choose_num_perm,
     expected_candidates,
     tables_needed,
     tables_recall,
 )
-from lshsql.params import MAX_K, PLAN_RECALL, Params
+from lshsql.params import DEFAULT_NUM_PERM, MAX_K, PLAN_RECALL, Params
 
 PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
 
@@ -127,6 +130,48 @@ def sample_signatures(con, signatures_path: str | Path, num_perm: int, size: int
     return np.column_stack([sample[f"h{i}"] for i in range(num_perm)]), n_urls
 
 
+def signature_width(path: Path) -> int | None:
+    """m of a signatures file (its columns h0 .. h{m-1}), None when there is no such file."""
+    if not path.exists():
+        return None
+    names = pq.read_schema(path).names
+    return sum(1 for name in names if name[:1] == "h" and name[1:].isdigit()) or None
+
+
+def sample_bags(con, bags_path: str | Path, n_urls: int, size: int = PLAN_SAMPLE):
+    """The bags of the URLs sample_signatures takes from their signatures (every n-th url_id of the `n_urls`
+    with a bag, the first `size`): their term hashes, copies (as the signatures stage rounds weights) and
+    terms per bag, in url_id order."""
+    stride = max(1, n_urls // size)
+    rows = con.execute(
+        "select list(term_hash order by term_hash) as terms, "
+        "list(greatest(1, cast(round(weight) as bigint)) order by term_hash) as copies "
+        "from read_parquet($p) where url_id % $stride = 0 group by url_id order by url_id limit $n",
+        {"p": str(bags_path), "stride": stride, "n": size},
+    ).fetchall()
+    counts = np.array([len(terms) for terms, _ in rows], dtype=np.int64)
+    terms = np.array([t for bag, _ in rows for t in bag], dtype=np.int64)
+    copies = np.array([c for _, listed in rows for c in listed], dtype=np.int64)
+    return terms, copies, counts
+
+
+def num_perm_for_bags(
+    con, bags_path: str | Path, n_urls: int, params: Params
+) -> tuple[int, dict[int, float]]:
+    """m for these bags (scurve.choose_num_perm): the sampled URLs' signatures at each of
+    NUM_PERM_CHOICES, the same values the signatures stage would give them."""
+    from lshsql.lsh.minhash import bag_signatures  # numba: imported when a run signs bags
+
+    terms, copies, counts = sample_bags(con, bags_path, n_urls)
+    if len(counts) < 2:
+        return NUM_PERM_CHOICES[0], {}
+    histograms = {
+        m: agreement_histogram(bag_signatures(terms, copies, counts, params.seed, m, params.signature_bytes))
+        for m in NUM_PERM_CHOICES
+    }
+    return choose_num_perm(params.threshold, histograms, n_urls, params.recall, params.seed)
+
+
 def agreement_histogram(signatures: np.ndarray, block: int = 128) -> np.ndarray:
     """How many pairs (i < j) of rows of a signature matrix agree on 0, 1, ..., m positions: a histogram,
     since with m min-hashes there are only m + 1 possible estimates. Blocks bound the memory."""
@@ -152,7 +197,7 @@ def biggest_buckets(signatures: np.ndarray, tables: list[list[int]], n_urls: int
 
 def plan(
     threshold: float,
-    num_perm: int = 80,
+    num_perm: int | None = None,
     recall: float = PLAN_RECALL,
     banding: bool = False,
     work: str | Path | None = None,
@@ -161,11 +206,15 @@ def plan(
     sketch: str = "minhash",
 ) -> Plan:
     """Choose (k, l) for `threshold`; with `work`, from its signatures' sample (the choice `run` makes).
+    m left None is that of the work folder's signatures, else 80.
 
     Example:
         >>> plan(0.5).k, plan(0.5).l
         (3, 27)
     """
+    if num_perm is None:
+        num_perm = signature_width(Path(work) / "signatures.parquet") if work is not None else None
+    num_perm = num_perm or DEFAULT_NUM_PERM
     params = Params(
         threshold=threshold, num_perm=num_perm, banding=banding, seed=seed, sketch=sketch
     )  # checks

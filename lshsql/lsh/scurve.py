@@ -23,7 +23,7 @@ import numpy as np
 
 from lshsql.errors import ParamError
 from lshsql.lsh import family
-from lshsql.params import MAX_K, PLAN_RECALL, Params
+from lshsql.params import DEFAULT_NUM_PERM, MAX_K, PLAN_RECALL, Params
 
 MAX_TABLES = 10_000
 # Draws of the agreement of m min-hashes with which the planner measures the tables it draws: the standard
@@ -39,12 +39,45 @@ TABLE_COST = 2e-3
 # Band keys one candidate pair costs, for the planner that sees the data: any weight from 2 to 4.9 keeps the
 # (k, l) the per-unit costs of the scale bench favour at 100k, 1M and 10M URLs (bench/RESULTS.md).
 CANDIDATE_COST = 2.5
+# The signature lengths the planner chooses among when m is not given: the paper's 80, and 128, whose l
+# tables of k min-hashes share fewer of them, so that fewer tables reach the recall (for k = 6: 293 against
+# 395), at the cost of longer signatures to compute and compare.
+NUM_PERM_CHOICES = (DEFAULT_NUM_PERM, 128)
+# Band keys that one min-hash of one URL costs the signatures and pairs stages together, and the share of
+# the first choice's work a longer signature must stay under to be taken (the scale bench's per-unit costs
+# at 100k, 1M and 10M URLs, bench/RESULTS.md).
+POSITION_COST = 0.9
+NUM_PERM_GAIN = 0.95
 
 
 def resolve(params: Params, whole_sets: bool) -> Params:
-    """Every None filled in: document-frequency limits for the input kind (Params.with_df_limits: none
-    when `whole_sets`, for a user's bags and shingled documents), (k, l) from the planner."""
-    return with_tables(params.with_df_limits(whole_sets))
+    """Every None filled in that can be without data: document-frequency limits for the input kind
+    (Params.with_df_limits: none when `whole_sets`, for a user's bags and shingled documents), m, and
+    (k, l) from the planner. When the planner chooses m (Params.plans_num_perm), m, k and l stay None
+    until the bags are known (choose_num_perm)."""
+    params = params.with_df_limits(whole_sets)
+    return params if params.plans_num_perm else with_tables(params)
+
+
+def choose_num_perm(
+    threshold: float,
+    histograms: dict[int, np.ndarray],
+    n_urls: int,
+    recall: float = PLAN_RECALL,
+    seed: int = 1,
+) -> tuple[int, dict[int, float]]:
+    """The m of NUM_PERM_CHOICES expected to cost the least, from the agreement histogram of the same
+    sampled URLs' signatures at each m: the work of its cheapest (k, l) (choose_kl_for_sample) plus
+    POSITION_COST per min-hash of each URL. A longer signature is taken only when its work is at most
+    NUM_PERM_GAIN of the first choice's. Returns m and each choice's expected work, in band keys."""
+    work = {}
+    for m, histogram in histograms.items():
+        k, l = choose_kl_for_sample(threshold, m, histogram, n_urls, recall=recall, seed=seed)  # noqa: E741
+        candidates = expected_candidates(histogram, n_urls, k, l)
+        work[m] = planned_work(l, n_urls, candidates) + POSITION_COST * m * n_urls
+    first = NUM_PERM_CHOICES[0]
+    cheapest = min(work, key=lambda m: (work[m], m))
+    return (cheapest if work[cheapest] <= NUM_PERM_GAIN * work[first] else first), work
 
 
 def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: int = 0) -> Params:

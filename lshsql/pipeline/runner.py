@@ -19,8 +19,8 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.lsh import scurve
-from lshsql.lsh.plan import agreement_histogram, sample_signatures
-from lshsql.params import Params
+from lshsql.lsh.plan import agreement_histogram, num_perm_for_bags, sample_signatures, signature_width
+from lshsql.params import DEFAULT_NUM_PERM, Params
 from lshsql.pipeline import compiled, frozen, labels, reuse
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.compiled import COMPILED
@@ -141,11 +141,19 @@ def _run(
                 and (relation not in previous or relation in replaced)
             ):
                 check_user_table(work, relation, resources)
+    m_planned: dict = {}
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
+            if stage.name == "signatures" and params.num_perm is None:
+                here = not (only and stage.name not in only)
+                params, m_planned = _plan_num_perm(stage_engine, work, params, here)
+                summary.params = params
+                requested["num_perm"] = params.num_perm  # later runs keep it: their signatures stay valid
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
                 summary.params = params
+            if stage.name == "buckets" and params.k is None:  # no signatures to sample: the closed form's
+                params = summary.params = scurve.with_tables(params)
             vocabulary = None
             if stage.name == "bags" and params.freeze_idf:
                 if not (only and "bags" not in only):  # before the fingerprint, which takes its identity
@@ -176,6 +184,8 @@ def _run(
             progress.stage_started(stage.name)
             started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
+            if stage.name == "signatures":
+                extra.update(m_planned)
             if stage.name == "bags" and params.freeze_idf:
                 frozen.publish(work)
             ran = extra.pop(COMPILED, None)
@@ -217,6 +227,10 @@ def run_stages(
     work = Path(work)
     started = time.perf_counter()
     plan_tables = params.k is None and params.l is None
+    if params.num_perm is None:  # the signatures the other command wrote
+        params = replace(
+            params, num_perm=signature_width(output_path(work, "signatures")) or DEFAULT_NUM_PERM
+        )
     params = scurve.resolve(params, whole_sets=True)
     summary = RunSummary(work, params)
     with workdir.writing(work), open_engine("duckdb", resources) as engine:
@@ -325,9 +339,32 @@ def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
     way)."""
     with engine.local_duckdb() as con:
         signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
-    if signatures is None or len(signatures) < 2:
-        return params
+    if signatures is None or len(signatures) < 2:  # no pairs to sample: the closed form's, if not given
+        return scurve.with_tables(params)
     return scurve.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
+
+
+def _plan_num_perm(engine: Engine, work: Path, params: Params, here: bool) -> tuple[Params, dict]:
+    """m for a run that leaves it to the planner (Params.plans_num_perm), chosen before the signatures
+    stage from a sample of the bags (plan.num_perm_for_bags); read by DuckDB whatever the engine, as
+    _plan_tables reads signatures. When the signatures stage does not run here (`only`), the folder's
+    signatures keep theirs. Returns the params and what the manifest records of the choice."""
+    if not here:
+        return replace(
+            params, num_perm=signature_width(output_path(work, "signatures")) or DEFAULT_NUM_PERM
+        ), {}
+    n_urls = manifest.read(work)["stages"].get("bags", {}).get("urls_with_bag")
+    with engine.local_duckdb() as con:
+        if n_urls is None:  # bags of the user's own
+            n_urls = db.scalar(
+                con,
+                "select count(distinct url_id) from read_parquet($p)",
+                {"p": str(output_path(work, "bags"))},
+            )
+        m, expected = num_perm_for_bags(con, output_path(work, "bags"), int(n_urls), params)
+    return replace(params, num_perm=m), {
+        "num_perm_work": {str(key): round(value) for key, value in expected.items()}
+    }
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

@@ -176,6 +176,7 @@ def _run_bags(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
         rows, extra = run_sql(engine, stage, params, work, bags, None, sql_params, file)
     if repeated or with_bag is None:
         with_bag = scalar_of_output(engine, work, "bags", "select count(distinct url_id) from {out}")
+    with_bag = int(with_bag)  # a numpy integer from the ordered pass: the manifest stores numbers
     return rows, {
         "urls": n_urls,
         "urls_with_bag": with_bag,

@@ -147,18 +147,24 @@ def max_copies(engine) -> float:
 
 def template_context(params: Params) -> dict:
     """Values the stage templates are rendered with: integers derived from the parameters and the seed (the
-    unrolled forms: one column per min-hash, one branch per LSH table)."""
-    tables = family.lsh_tables(params)
-    return {
-        "hashes": range(params.num_perm),
-        "coefficients": family.coefficient_pairs(params.seed, params.num_perm),
-        "num_bins": params.num_perm,
+    unrolled forms: one column per min-hash, one branch per LSH table). Those of m and of the tables only
+    once they are known: the planner may choose m after the bags stage (Params.plans_num_perm)."""
+    context = {
         "oph_salt": family.oph_salt(params.seed),
         "modulus_op": "" if params.signature_bytes == 4 else " % 16777216",
-        "bands": list(enumerate(tables)),
-        "keys": range(1, len(tables[0]) + 1),
         "narrow_differences": False,  # pairs: set by its runner when the signatures' values allow
         "one_copy_each": False,  # signatures, pairs: set by their runners when no weight rounds above 1
         "unit_tf": False,  # bags: set by its runner when term_counts is a user's bags table without weights
         "weights_are_tf": params.weighting == "none",  # bags: weight is made after its sort
     }
+    if params.num_perm is None:
+        return context
+    context |= {
+        "hashes": range(params.num_perm),
+        "coefficients": family.coefficient_pairs(params.seed, params.num_perm),
+        "num_bins": params.num_perm,
+    }
+    if params.k is None or params.l is None:
+        return context
+    tables = family.lsh_tables(params)
+    return context | {"bands": list(enumerate(tables)), "keys": range(1, len(tables[0]) + 1)}

@@ -170,3 +170,51 @@ def test_pairwise_histogram_counts_every_pair_once():
     signatures = np.array([[1, 2, 3, 4], [1, 2, 0, 0], [1, 9, 9, 9], [1, 2, 3, 4]])
     # pairs: (0,1) 2, (0,2) 1, (0,3) 4, (1,2) 1, (1,3) 2, (2,3) 1
     assert agreement_histogram(signatures, block=2).tolist() == [0, 3, 2, 0, 1]
+
+
+def _background(m: int, s: float, pairs: int = 499_500):
+    """The agreement histogram of `pairs` sampled pairs each of whose m positions agrees with probability s."""
+    import math
+
+    import numpy as np
+
+    pmf = [math.comb(m, a) * s**a * (1 - s) ** (m - a) for a in range(m + 1)]
+    return np.round(np.array(pmf) * pairs).astype(np.int64)
+
+
+def test_the_planner_takes_128_min_hashes_where_they_save_work(monkeypatch):
+    """Pairs whose positions agree with probability 0.1 (a frequent vocabulary): at m = 128 their agreement
+    spreads less, so fewer of them reach the tables' k agreeing positions, and fewer tables reach the
+    recall; each min-hash costs POSITION_COST band keys a URL. At 10,000 URLs the longer signature costs
+    more than it saves, at 10M it saves a quarter."""
+    from lshsql.lsh import scurve
+
+    histograms = {m: _background(m, 0.1) for m in scurve.NUM_PERM_CHOICES}
+    assert scurve.choose_num_perm(0.5, histograms, 10_000)[0] == 80
+    m, work = scurve.choose_num_perm(0.5, histograms, 10_000_000)
+    assert m == 128 and work[128] < 0.8 * work[80]
+    for size in (80, 128):
+        k, l = scurve.choose_kl_for_sample(0.5, size, histograms[size], 10_000_000)  # noqa: E741
+        candidates = expected_candidates(histograms[size], 10_000_000, k, l)
+        assert work[size] == pytest.approx(
+            scurve.planned_work(l, 10_000_000, candidates) + scurve.POSITION_COST * size * 10_000_000
+        )
+    # a longer signature whose work is not below NUM_PERM_GAIN of the first choice's is not taken
+    m, work = scurve.choose_num_perm(0.5, histograms, 100_000)
+    assert m == 128 and 0.9 < work[128] / work[80] < scurve.NUM_PERM_GAIN
+    monkeypatch.setattr(scurve, "NUM_PERM_GAIN", 0.9)
+    assert scurve.choose_num_perm(0.5, histograms, 100_000)[0] == 80
+
+
+def test_m_is_the_planners_only_with_k_and_l_for_random_min_hash_tables():
+    open_m = resolve(Params(threshold=0.5), whole_sets=True)
+    assert open_m.plans_num_perm and (open_m.num_perm, open_m.k, open_m.l) == (None, None, None)
+    for given in ({"k": 3, "l": 27}, {"k": 3}, {"l": 27}, {"banding": True}, {"sketch": "oph"}):
+        assert Params(threshold=0.5, **given).num_perm == 80, given
+        assert not Params(threshold=0.5, **given).plans_num_perm
+    given = resolve(Params(threshold=0.5, num_perm=128), whole_sets=True)
+    assert (given.num_perm, given.k, given.l) == (128, *choose_kl(0.5, 128))
+    with pytest.raises(ParamError, match="not chosen yet"):
+        Params(threshold=0.5).min_agree  # noqa: B018
+    with pytest.raises(ParamError, match="9 bands x 10 rows > 80"):  # m = 80 where -k or -l is given
+        Params(banding=True, k=10, l=9)

@@ -1,0 +1,84 @@
+"""The planner's choice of m (80 or 128) in a run that leaves it open, on the example crawl."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+from lshsql.engines import duckdb as db
+from lshsql.lsh import scurve
+from lshsql.lsh.minhash import bag_signatures
+from lshsql.lsh.plan import plan, sample_bags, sample_signatures
+from lshsql.params import Params
+from lshsql.pipeline import params_for, run
+from tests.conftest import copy_work
+
+
+def _resources() -> db.Resources:
+    return db.Resources(memory_limit="1GB", threads=2)
+
+
+def _manifest(work) -> dict:
+    return json.loads((work / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def chosen_128(example_extraction, tmp_path_factory):
+    """The example crawl run at T = 0.5 with m left open, where a min-hash costs nothing: the planner
+    takes 128 (its tables need fewer of them), the choice the real cost makes for millions of URLs."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(scurve, "POSITION_COST", 0.0)
+    try:
+        work = copy_work(example_extraction, tmp_path_factory.mktemp("m128") / "w")
+        run(work, Params(threshold=0.5), resources=_resources())
+    finally:
+        patch.undo()
+    return work
+
+
+def test_the_planner_signs_the_sampled_bags_as_the_stage_did(example_run):
+    """The choice is made before the signatures stage, on the sampled URLs' bags signed by the stage's own
+    kernel: the same values as the stage's signatures of those URLs (TF-IDF bags, terms of several copies)."""
+    with duckdb.connect() as con:
+        signed, n_urls = sample_signatures(con, example_run / "signatures.parquet", 80)
+        terms, copies, counts = sample_bags(con, example_run / "bags.parquet", n_urls)
+    assert copies.max() > 1 and len(counts) == len(signed) > 100
+    assert (bag_signatures(terms, copies, counts, seed=1, num_perm=80) == signed).all()
+
+
+def test_a_small_run_keeps_80_and_records_why(example_run):
+    made = _manifest(example_run)
+    assert made["params"]["num_perm"] == made["requested_params"]["num_perm"] == 80
+    expected = made["stages"]["signatures"]["num_perm_work"]
+    assert set(expected) == {"80", "128"} and expected["80"] < expected["128"]
+
+
+def test_a_run_that_chooses_128_is_the_run_given_128(chosen_128, example_extraction, tmp_path):
+    made = _manifest(chosen_128)
+    assert made["params"]["num_perm"] == 128
+    expected = made["stages"]["signatures"]["num_perm_work"]
+    assert expected["128"] <= scurve.NUM_PERM_GAIN * expected["80"]
+    given = copy_work(example_extraction, tmp_path / "given")
+    run(given, Params(threshold=0.5, num_perm=128), resources=_resources())
+    assert "num_perm_work" not in _manifest(given)["stages"]["signatures"]
+    assert (made["params"]["k"], made["params"]["l"]) == (
+        _manifest(given)["params"]["k"],
+        _manifest(given)["params"]["l"],
+    )
+    for name in ("signatures", "pairs", "clusters"):
+        assert (chosen_128 / f"{name}.parquet").read_bytes() == (given / f"{name}.parquet").read_bytes(), name
+
+
+def test_later_runs_keep_the_chosen_m_and_plan_reads_it(chosen_128, tmp_path):
+    """The choice is kept like a given option (params_for, as `lshsql run` takes the options not given
+    again), so that a later run (another threshold, more data) reuses the signatures; `lshsql plan --work`
+    plans for the m of the folder's signatures."""
+    work = copy_work(chosen_128, tmp_path / "w")
+    summary = run(work, params_for(work, threshold=0.6), resources=_resources())
+    assert summary.params.num_perm == 128 and summary.stages["signatures"].get("skipped")
+    made = _manifest(work)
+    assert made["requested_params"]["num_perm"] == made["params"]["num_perm"] == 128
+    shown = plan(0.6, work=work)
+    assert (shown.num_perm, shown.k, shown.l) == (128, made["params"]["k"], made["params"]["l"])
