@@ -144,6 +144,7 @@ def _run(
     m_planned: dict = {}
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
+            turn = time.perf_counter()  # a stage's seconds count the planning done for it (m, k and l)
             if stage.name == "signatures" and params.num_perm is None:
                 here = not (only and stage.name not in only)
                 params, m_planned = _plan_num_perm(stage_engine, work, params, here)
@@ -182,7 +183,6 @@ def _run(
             if log:
                 log(f"  {stage.name} ...")
             progress.stage_started(stage.name)
-            started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](stage_engine, stage, params, work, bags)
             if stage.name == "signatures":
                 extra.update(m_planned)
@@ -194,7 +194,7 @@ def _run(
             entry = {
                 "fingerprint": fingerprint,
                 "rows": rows,
-                "seconds": round(time.perf_counter() - started, 3),
+                "seconds": round(time.perf_counter() - turn, 3),
                 "params": {f: getattr(params, f) for f in stage.fields},
                 **extra,
             }
@@ -237,12 +237,12 @@ def run_stages(
         for stage in STAGES:
             if stage.name not in names:
                 continue
+            started = time.perf_counter()  # the planning of k and l counts in the buckets stage's seconds
             if stage.name == "buckets" and plan_tables:
                 params = summary.params = _plan_tables(engine, work, params)
             if log:
                 log(f"  {stage.name} ...")
             progress.stage_started(stage.name)
-            started = time.perf_counter()
             rows, extra = RUNNERS[stage.name](engine, stage, params, work, None)
             ran = extra.pop(COMPILED, None)
             schemas.validate(output_path(work, stage.name), stage.name)
