@@ -140,36 +140,56 @@ def signature_width(path: Path) -> int | None:
 
 def sample_bags(con, bags_path: str | Path, n_urls: int, size: int = PLAN_SAMPLE):
     """The bags of the URLs sample_signatures takes from their signatures (every n-th url_id of the `n_urls`
-    with a bag, the first `size`): their term hashes, copies (as the signatures stage rounds weights) and
-    terms per bag, in url_id order."""
+    with a bag, the first `size` of them): their term hashes, copies (as the signatures stage rounds
+    weights) and terms per bag, in url_id order. The ids are listed, not found by their remainder, so that
+    DuckDB reads only the row groups holding them."""
     stride = max(1, n_urls // size)
+    first, last = _url_id_range(con, bags_path)
     rows = con.execute(
-        "select list(term_hash order by term_hash) as terms, "
-        "list(greatest(1, cast(round(weight) as bigint)) order by term_hash) as copies "
-        "from read_parquet($p) where url_id % $stride = 0 group by url_id order by url_id limit $n",
-        {"p": str(bags_path), "stride": stride, "n": size},
-    ).fetchall()
-    counts = np.array([len(terms) for terms, _ in rows], dtype=np.int64)
-    terms = np.array([t for bag, _ in rows for t in bag], dtype=np.int64)
-    copies = np.array([c for _, listed in rows for c in listed], dtype=np.int64)
-    return terms, copies, counts
+        "select url_id, term_hash, greatest(1, cast(round(weight) as bigint)) as copies "
+        "from read_parquet($p) where url_id in (select unnest($ids)) order by url_id, term_hash",
+        {"p": str(bags_path), "ids": list(range(-(-first // stride) * stride, last + 1, stride))},
+    ).fetchnumpy()
+    ids = rows["url_id"]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
+    end = starts[size] if len(starts) > size else len(ids)
+    counts = np.diff(np.r_[starts[:size], end]).astype(np.int64)
+    return rows["term_hash"][:end].astype(np.int64), rows["copies"][:end].astype(np.int64), counts
+
+
+def _url_id_range(con, bags_path: str | Path) -> tuple[int, int]:
+    """The smallest and largest url_id of a bags file, from its row groups' statistics where they hold
+    them."""
+    metadata = pq.ParquetFile(bags_path).metadata
+    column = metadata.schema.names.index("url_id")
+    stats = [metadata.row_group(g).column(column).statistics for g in range(metadata.num_row_groups)]
+    if stats and all(s is not None and s.has_min_max for s in stats):
+        return int(min(s.min for s in stats)), int(max(s.max for s in stats))
+    low, high = con.execute(
+        "select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from read_parquet($p)",
+        {"p": str(bags_path)},
+    ).fetchone()
+    return int(low), int(high)
 
 
 def num_perm_for_bags(
     con, bags_path: str | Path, n_urls: int, params: Params
-) -> tuple[int, dict[int, float]]:
-    """m for these bags (scurve.choose_num_perm): the sampled URLs' signatures at each of
-    NUM_PERM_CHOICES, the same values the signatures stage would give them."""
+) -> tuple[int, tuple[int, int] | None, dict[int, float]]:
+    """m for these bags, its (k, l) and each choice's expected work (scurve.choose_num_perm), from the
+    sampled URLs' signatures at each of NUM_PERM_CHOICES: the values the signatures stage gives them, so
+    (k, l) are those sample_signatures' sample gives after the stage. No (k, l) without two bags."""
     from lshsql.lsh.minhash import bag_signatures  # numba: imported when a run signs bags
 
     terms, copies, counts = sample_bags(con, bags_path, n_urls)
     if len(counts) < 2:
-        return NUM_PERM_CHOICES[0], {}
-    histograms = {
-        m: agreement_histogram(bag_signatures(terms, copies, counts, params.seed, m, params.signature_bytes))
-        for m in NUM_PERM_CHOICES
-    }
-    return choose_num_perm(params.threshold, histograms, n_urls, params.recall, params.seed)
+        return NUM_PERM_CHOICES[0], None, {}
+
+    def histogram_of(m: int) -> np.ndarray:
+        return agreement_histogram(
+            bag_signatures(terms, copies, counts, params.seed, m, params.signature_bytes)
+        )
+
+    return choose_num_perm(params.threshold, histogram_of, n_urls, params.recall, params.seed)
 
 
 def agreement_histogram(signatures: np.ndarray, block: int = 128) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from itertools import islice
 
@@ -61,23 +61,30 @@ def resolve(params: Params, whole_sets: bool) -> Params:
 
 def choose_num_perm(
     threshold: float,
-    histograms: dict[int, np.ndarray],
+    histogram_of: Callable[[int], np.ndarray],
     n_urls: int,
     recall: float = PLAN_RECALL,
     seed: int = 1,
-) -> tuple[int, dict[int, float]]:
+) -> tuple[int, tuple[int, int], dict[int, float]]:
     """The m of NUM_PERM_CHOICES expected to cost the least, from the agreement histogram of the same
-    sampled URLs' signatures at each m: the work of its cheapest (k, l) (choose_kl_for_sample) plus
-    POSITION_COST per min-hash of each URL. A longer signature is taken only when its work is at most
-    NUM_PERM_GAIN of the first choice's. Returns m and each choice's expected work, in band keys."""
-    work = {}
-    for m, histogram in histograms.items():
+    sampled URLs' signatures at each m (`histogram_of(m)`): the work of its cheapest (k, l)
+    (choose_kl_for_sample) plus POSITION_COST per min-hash of each URL. A longer signature is taken only
+    when its work is at most NUM_PERM_GAIN of the first choice's, and not looked at when its min-hashes and
+    one table alone would cost more. Returns m, its (k, l), and the expected work, in band keys, of each m
+    looked at."""
+    work, tables = {}, {}
+    first = NUM_PERM_CHOICES[0]
+    for m in NUM_PERM_CHOICES:
+        if m != first and (POSITION_COST * m + 1) * n_urls > NUM_PERM_GAIN * work[first]:
+            continue
+        histogram = histogram_of(m)
         k, l = choose_kl_for_sample(threshold, m, histogram, n_urls, recall=recall, seed=seed)  # noqa: E741
         candidates = expected_candidates(histogram, n_urls, k, l)
         work[m] = planned_work(l, n_urls, candidates) + POSITION_COST * m * n_urls
-    first = NUM_PERM_CHOICES[0]
+        tables[m] = (k, l)
     cheapest = min(work, key=lambda m: (work[m], m))
-    return (cheapest if work[cheapest] <= NUM_PERM_GAIN * work[first] else first), work
+    chosen = cheapest if work[cheapest] <= NUM_PERM_GAIN * work[first] else first
+    return chosen, tables[chosen], work
 
 
 def with_tables(params: Params, similarities: np.ndarray | None = None, n_urls: int = 0) -> Params:

@@ -150,6 +150,7 @@ def _run(
                 params, m_planned = _plan_num_perm(stage_engine, work, params, here)
                 summary.params = params
                 requested["num_perm"] = params.num_perm  # later runs keep it: their signatures stay valid
+                plan_tables = params.k is None  # planned with m from the same sample, or not yet
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
                 summary.params = params
@@ -347,8 +348,10 @@ def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
 def _plan_num_perm(engine: Engine, work: Path, params: Params, here: bool) -> tuple[Params, dict]:
     """m for a run that leaves it to the planner (Params.plans_num_perm), chosen before the signatures
     stage from a sample of the bags (plan.num_perm_for_bags); read by DuckDB whatever the engine, as
-    _plan_tables reads signatures. When the signatures stage does not run here (`only`), the folder's
-    signatures keep theirs. Returns the params and what the manifest records of the choice."""
+    _plan_tables reads signatures. (k, l) come with m, from the same sample the buckets stage's planning
+    would take from the signatures. When the signatures stage does not run here (`only`), the folder's
+    signatures keep theirs, and (k, l) are planned as usual. Returns the params and what the manifest
+    records of the choice."""
     if not here:
         return replace(
             params, num_perm=signature_width(output_path(work, "signatures")) or DEFAULT_NUM_PERM
@@ -361,8 +364,9 @@ def _plan_num_perm(engine: Engine, work: Path, params: Params, here: bool) -> tu
                 "select count(distinct url_id) from read_parquet($p)",
                 {"p": str(output_path(work, "bags"))},
             )
-        m, expected = num_perm_for_bags(con, output_path(work, "bags"), int(n_urls), params)
-    return replace(params, num_perm=m), {
+        m, tables, expected = num_perm_for_bags(con, output_path(work, "bags"), int(n_urls), params)
+    k, l = tables or (None, None)  # noqa: E741
+    return replace(params, num_perm=m, k=k, l=l), {
         "num_perm_work": {str(key): round(value) for key, value in expected.items()}
     }
 

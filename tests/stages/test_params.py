@@ -190,9 +190,10 @@ def test_the_planner_takes_128_min_hashes_where_they_save_work(monkeypatch):
     from lshsql.lsh import scurve
 
     histograms = {m: _background(m, 0.1) for m in scurve.NUM_PERM_CHOICES}
-    assert scurve.choose_num_perm(0.5, histograms, 10_000)[0] == 80
-    m, work = scurve.choose_num_perm(0.5, histograms, 10_000_000)
+    assert scurve.choose_num_perm(0.5, histograms.get, 10_000)[0] == 80
+    m, tables, work = scurve.choose_num_perm(0.5, histograms.get, 10_000_000)
     assert m == 128 and work[128] < 0.8 * work[80]
+    assert tables == scurve.choose_kl_for_sample(0.5, 128, histograms[128], 10_000_000)
     for size in (80, 128):
         k, l = scurve.choose_kl_for_sample(0.5, size, histograms[size], 10_000_000)  # noqa: E741
         candidates = expected_candidates(histograms[size], 10_000_000, k, l)
@@ -200,10 +201,22 @@ def test_the_planner_takes_128_min_hashes_where_they_save_work(monkeypatch):
             scurve.planned_work(l, 10_000_000, candidates) + scurve.POSITION_COST * size * 10_000_000
         )
     # a longer signature whose work is not below NUM_PERM_GAIN of the first choice's is not taken
-    m, work = scurve.choose_num_perm(0.5, histograms, 100_000)
+    m, _, work = scurve.choose_num_perm(0.5, histograms.get, 100_000)
     assert m == 128 and 0.9 < work[128] / work[80] < scurve.NUM_PERM_GAIN
     monkeypatch.setattr(scurve, "NUM_PERM_GAIN", 0.9)
-    assert scurve.choose_num_perm(0.5, histograms, 100_000)[0] == 80
+    assert scurve.choose_num_perm(0.5, histograms.get, 100_000)[0] == 80
+    # where 128 min-hashes of each URL and one table would cost more than 80's whole plan, 128 is not
+    # signed at all
+    looked_at = []
+    few = {m: _background(m, 0.0) for m in scurve.NUM_PERM_CHOICES}  # nothing in the background
+
+    def histogram_of(m):
+        looked_at.append(m)
+        return few[m]
+
+    m, tables, work = scurve.choose_num_perm(0.8, histogram_of, 100_000)
+    assert (m, looked_at, list(work)) == (80, [80], [80])
+    assert tables == scurve.choose_kl_for_sample(0.8, 80, few[80], 100_000)
 
 
 def test_m_is_the_planners_only_with_k_and_l_for_random_min_hash_tables():
