@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from lshsql.errors import ParamError
+from lshsql.errors import InputError, ParamError
 
 WEIGHTINGS = ("tfidf", "tf", "none")
 # minhash: m random linear functions (the paper's); oph: one-permutation hashing, densified (engines/oph.py)
@@ -24,6 +24,17 @@ DEFAULT_NUM_PERM = 80  # m where the planner does not choose it (the paper's)
 VERIFY_SIGMAS = 3.0
 # the widest spread of oph's agreements over the binomial's, on sets smaller than m (bench/RESULTS.md)
 OPH_SPREAD = 1.5
+
+
+def check_copies(most: float) -> None:
+    """Refuse bags with a weight that flattens its term into more than MAX_COPIES copies (the signatures
+    stage min-hashes term#1 .. term#q one by one)."""
+    if most > MAX_COPIES:
+        raise InputError(
+            f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "
+            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
+            "--weighting none, or use --weighting tf"
+        )
 
 
 def _option(default, help: str, *flags: str, first: bool = False):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql.engines import duckdb as db
@@ -28,9 +29,12 @@ from lshsql.lsh.scurve import (
     tables_needed,
     tables_recall,
 )
-from lshsql.params import DEFAULT_NUM_PERM, MAX_K, PLAN_RECALL, Params
+from lshsql.params import DEFAULT_NUM_PERM, MAX_K, PLAN_RECALL, Params, check_copies
 
 PLAN_SAMPLE = 1000  # 500k pairs: background collision rates down to ~1e-5 are seen
+# Most bag rows the choice of m holds in memory for its sample (16 bytes each, outside DuckDB's limit): more
+# (documents of many thousand shingles) and it keeps m = 80
+SAMPLE_ROWS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -134,37 +138,63 @@ def signature_width(path: Path) -> int | None:
     """m of a signatures file (its columns h0 .. h{m-1}), None when there is no such file."""
     if not path.exists():
         return None
-    names = pq.read_schema(path).names
+    names = _parquet(path, pq.read_schema).names
     return sum(1 for name in names if name[:1] == "h" and name[1:].isdigit()) or None
+
+
+def _parquet(path: Path, read):
+    """read(path) of a Parquet file's schema or metadata, a file that is not one an InputError."""
+    try:
+        return read(path)
+    except (pa.ArrowException, OSError) as error:
+        raise InputError(f"{path}: not a readable Parquet file ({error})") from None
 
 
 def sample_bags(con, bags_path: str | Path, n_urls: int, size: int = PLAN_SAMPLE):
     """The bags of the URLs sample_signatures takes from their signatures (every n-th url_id of the `n_urls`
     with a bag, the first `size` of them): their term hashes, copies (as the signatures stage rounds
-    weights) and terms per bag, in url_id order. The ids are listed, not found by their remainder, so that
-    DuckDB reads only the row groups holding them."""
+    weights) and terms per bag, in url_id order; None when they hold more than SAMPLE_ROWS rows. The ids
+    are listed where they are few, not found by their remainder, so that DuckDB reads only the row groups
+    holding them."""
     stride = max(1, n_urls // size)
     first, last = _url_id_range(con, bags_path)
-    rows = con.execute(
-        "select url_id, term_hash, greatest(1, cast(round(weight) as bigint)) as copies "
-        "from read_parquet($p) where url_id in (select unnest($ids)) order by url_id, term_hash",
-        {"p": str(bags_path), "ids": list(range(-(-first // stride) * stride, last + 1, stride))},
-    ).fetchnumpy()
+    first = -(-first // stride) * stride  # the first multiple of the stride
+    if (last - first) // stride < 4 * size:
+        where, values = "url_id in (select unnest($ids))", {"ids": list(range(first, last + 1, stride))}
+    else:  # ids far apart (a table of the user's own): each row's remainder
+        where, values = "url_id % $stride = 0", {"stride": stride}
+    sampled = (
+        f"select url_id, term_hash, greatest(1, cast(round(weight) as bigint)) as copies "
+        f"from read_parquet($p) where {where}"
+    )
+    values["p"] = str(bags_path)
+    held = db.scalar(
+        con,
+        f"select count(*) from ({sampled}) where url_id in "
+        f"(select distinct url_id from ({sampled}) order by url_id limit $n)",
+        values | {"n": size},
+    )
+    if held > SAMPLE_ROWS:
+        return None
+    rows = con.execute(f"{sampled} order by url_id, term_hash", values).fetchnumpy()
     ids = rows["url_id"]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
     end = starts[size] if len(starts) > size else len(ids)
     counts = np.diff(np.r_[starts[:size], end]).astype(np.int64)
-    return rows["term_hash"][:end].astype(np.int64), rows["copies"][:end].astype(np.int64), counts
+    copies = rows["copies"][:end].astype(np.int64)
+    check_copies(float(copies.max()) if len(copies) else 1.0)  # before they are signed one by one
+    return rows["term_hash"][:end].astype(np.int64), copies, counts
 
 
 def _url_id_range(con, bags_path: str | Path) -> tuple[int, int]:
     """The smallest and largest url_id of a bags file, from its row groups' statistics where they hold
     them."""
-    metadata = pq.ParquetFile(bags_path).metadata
-    column = metadata.schema.names.index("url_id")
-    stats = [metadata.row_group(g).column(column).statistics for g in range(metadata.num_row_groups)]
-    if stats and all(s is not None and s.has_min_max for s in stats):
-        return int(min(s.min for s in stats)), int(max(s.max for s in stats))
+    metadata = _parquet(Path(bags_path), lambda path: pq.ParquetFile(path).metadata)
+    if "url_id" in metadata.schema.names:
+        column = metadata.schema.names.index("url_id")
+        stats = [metadata.row_group(g).column(column).statistics for g in range(metadata.num_row_groups)]
+        if stats and all(s is not None and s.has_min_max for s in stats):
+            return int(min(s.min for s in stats)), int(max(s.max for s in stats))
     low, high = con.execute(
         "select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from read_parquet($p)",
         {"p": str(bags_path)},
@@ -177,12 +207,14 @@ def num_perm_for_bags(
 ) -> tuple[int, tuple[int, int] | None, dict[int, float]]:
     """m for these bags, its (k, l) and each choice's expected work (scurve.choose_num_perm), from the
     sampled URLs' signatures at each of NUM_PERM_CHOICES: the values the signatures stage gives them, so
-    (k, l) are those sample_signatures' sample gives after the stage. No (k, l) without two bags."""
+    (k, l) are those sample_signatures' sample gives after the stage. No (k, l) without two bags; m = 80
+    and no (k, l) when the sampled bags are too big to hold (sample_bags)."""
     from lshsql.lsh.minhash import bag_signatures  # numba: imported when a run signs bags
 
-    terms, copies, counts = sample_bags(con, bags_path, n_urls)
-    if len(counts) < 2:
+    sample = sample_bags(con, bags_path, n_urls)
+    if sample is None or len(sample[2]) < 2:
         return NUM_PERM_CHOICES[0], None, {}
+    terms, copies, counts = sample
 
     def histogram_of(m: int) -> np.ndarray:
         return agreement_histogram(
@@ -233,8 +265,8 @@ def plan(
         (3, 27)
     """
     if num_perm is None:
-        num_perm = signature_width(Path(work) / "signatures.parquet") if work is not None else None
-    num_perm = num_perm or DEFAULT_NUM_PERM
+        width = signature_width(Path(work) / "signatures.parquet") if work is not None else None
+        num_perm = width or DEFAULT_NUM_PERM
     params = Params(
         threshold=threshold, num_perm=num_perm, banding=banding, seed=seed, sketch=sketch
     )  # checks

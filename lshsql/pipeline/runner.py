@@ -147,9 +147,10 @@ def _run(
             turn = time.perf_counter()  # a stage's seconds count the planning done for it (m, k and l)
             if stage.name == "signatures" and params.num_perm is None:
                 here = not (only and stage.name not in only)
-                params, m_planned = _plan_num_perm(stage_engine, work, params, here)
+                params, m_planned, kept = _plan_num_perm(stage_engine, work, params, here, previous)
                 summary.params = params
-                requested["num_perm"] = params.num_perm  # later runs keep it: their signatures stay valid
+                if kept:  # later runs keep it: their signatures stay valid
+                    requested["num_perm"] = params.num_perm
                 plan_tables = params.k is None  # planned with m from the same sample, or not yet
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
@@ -238,7 +239,7 @@ def run_stages(
         for stage in STAGES:
             if stage.name not in names:
                 continue
-            started = time.perf_counter()  # the planning of k and l counts in the buckets stage's seconds
+            stage_started = time.perf_counter()  # the planning of k and l counts in buckets' seconds
             if stage.name == "buckets" and plan_tables:
                 params = summary.params = _plan_tables(engine, work, params)
             if log:
@@ -250,7 +251,7 @@ def run_stages(
             entry = {
                 "fingerprint": _fingerprint(stage, params, {}, from_bags=True),
                 "rows": rows,
-                "seconds": round(time.perf_counter() - started, 3),
+                "seconds": round(time.perf_counter() - stage_started, 3),
                 "params": {f: getattr(params, f) for f in stage.fields},
                 **extra,
                 "file": manifest.file_identity(output_path(work, stage.name)),
@@ -345,30 +346,32 @@ def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
     return scurve.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
 
 
-def _plan_num_perm(engine: Engine, work: Path, params: Params, here: bool) -> tuple[Params, dict]:
-    """m for a run that leaves it to the planner (Params.plans_num_perm), chosen before the signatures
-    stage from a sample of the bags (plan.num_perm_for_bags); read by DuckDB whatever the engine, as
-    _plan_tables reads signatures. (k, l) come with m, from the same sample the buckets stage's planning
-    would take from the signatures. When the signatures stage does not run here (`only`), the folder's
-    signatures keep theirs, and (k, l) are planned as usual. Returns the params and what the manifest
-    records of the choice."""
-    if not here:
-        return replace(
-            params, num_perm=signature_width(output_path(work, "signatures")) or DEFAULT_NUM_PERM
-        ), {}
-    n_urls = manifest.read(work)["stages"].get("bags", {}).get("urls_with_bag")
+def _plan_num_perm(
+    engine: Engine, work: Path, params: Params, here: bool, previous: dict
+) -> tuple[Params, dict, bool]:
+    """m for a run that leaves it to the planner (Params.plans_num_perm). A folder whose signatures were
+    made keeps their m (a rerun reuses them), so the choice is made once: before the signatures stage, from
+    a sample of the bags (plan.num_perm_for_bags), read by DuckDB whatever the engine, as _plan_tables reads
+    signatures. (k, l) come with m, from the same sample the buckets stage's planning would take from the
+    signatures. Returns the params, what the manifest records of the choice, and whether later runs are to
+    keep m (not when neither signatures nor bags were there to choose it by)."""
+    made = previous.get("signatures", {}).get("params", {}).get("num_perm")
+    width = signature_width(output_path(work, "signatures"))
+    if made or not here:
+        return replace(params, num_perm=made or width or DEFAULT_NUM_PERM), {}, bool(made or width)
+    bags_path = output_path(work, "bags")
+    entry = manifest.read(work)["stages"].get("bags", {})
     with engine.local_duckdb() as con:
-        if n_urls is None:  # bags of the user's own
+        if entry.get("file") == manifest.file_identity(bags_path) and "urls_with_bag" in entry:
+            n_urls = int(entry["urls_with_bag"])
+        else:  # bags of the user's own
             n_urls = db.scalar(
-                con,
-                "select count(distinct url_id) from read_parquet($p)",
-                {"p": str(output_path(work, "bags"))},
+                con, "select count(distinct url_id) from read_parquet($p)", {"p": str(bags_path)}
             )
-        m, tables, expected = num_perm_for_bags(con, output_path(work, "bags"), int(n_urls), params)
+        m, tables, expected = num_perm_for_bags(con, bags_path, int(n_urls), params)
     k, l = tables or (None, None)  # noqa: E741
-    return replace(params, num_perm=m, k=k, l=l), {
-        "num_perm_work": {str(key): round(value) for key, value in expected.items()}
-    }
+    work_by_m = {"num_perm_work": {str(key): round(value) for key, value in expected.items()}}
+    return replace(params, num_perm=m, k=k, l=l), work_by_m, True
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

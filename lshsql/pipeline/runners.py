@@ -16,7 +16,7 @@ from lshsql.engines.base import Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, StageError
 from lshsql.lsh import cluster_ids, family
 from lshsql.lsh.scurve import tables_recall
-from lshsql.params import MAX_COPIES, Params
+from lshsql.params import Params, check_copies
 from lshsql.pipeline import batching, frozen, labels, reuse
 from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_accounting
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views, parquet_view, user_bags_view
@@ -191,12 +191,7 @@ def _run_signatures(engine: Engine, stage: Stage, params: Params, work: Path, ba
     """The signatures, after checking that no weight flattens a term into more copies than MAX_COPIES."""
     register(engine, work, stage.reads)
     most = max_copies(engine)
-    if most > MAX_COPIES:
-        raise InputError(
-            f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "
-            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
-            "--weighting none, or use --weighting tf"
-        )
+    check_copies(most)
     file = sql_file(stage, params)
     if params.sketch == "oph":
         family.write(family.oph_family(params.seed, params.num_perm), work / "family" / "oph.parquet")

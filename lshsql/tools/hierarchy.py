@@ -28,7 +28,7 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import Engine, open_engine
 from lshsql.errors import InputError, ParamError
 from lshsql.lsh import tree
-from lshsql.params import MAX_K, Params
+from lshsql.params import DEFAULT_NUM_PERM, MAX_K, Params
 from lshsql.pipeline import labels
 
 METHODS = ("lsh", "exact")
@@ -157,6 +157,8 @@ def hierarchy(
     resources = db.for_work(work, resources)
     if pipeline_params is None:
         pipeline_params = Params(**manifest.read(work).get("requested_params", {}))
+    if pipeline_params.num_perm is None:  # its levels are bands, which take the paper's m, not the planner's
+        pipeline_params = replace(pipeline_params, num_perm=DEFAULT_NUM_PERM)
     levels: list[dict] = []
     merges_path = work / "merges.parquet"
     with open_engine(engine, resources, spark_master, spark_conf) as eng:

@@ -82,3 +82,33 @@ def test_later_runs_keep_the_chosen_m_and_plan_reads_it(chosen_128, tmp_path):
     assert made["requested_params"]["num_perm"] == made["params"]["num_perm"] == 128
     shown = plan(0.6, work=work)
     assert (shown.num_perm, shown.k, shown.l) == (128, made["params"]["k"], made["params"]["l"])
+
+
+def test_an_api_rerun_keeps_the_folders_m(chosen_128, tmp_path):
+    """A run given no m in a folder whose signatures were made keeps their m, through the Python API too."""
+    work = copy_work(chosen_128, tmp_path / "w")
+    summary = run(work, Params(threshold=0.6), resources=_resources())
+    assert summary.params.num_perm == 128 and summary.stages["signatures"].get("skipped")
+
+
+def test_a_run_of_the_stages_before_signatures_leaves_m_open(example_extraction, tmp_path):
+    """Stages run without the signatures stage (and no signatures in the folder) fix no m for later runs:
+    the run that signs the bags chooses it."""
+    work = copy_work(example_extraction, tmp_path / "w")
+    early = ("term_counts", "urls", "terms", "bags")
+    run(work, Params(threshold=0.5), resources=_resources(), only=early)
+    assert params_for(work).plans_num_perm
+    run(work, params_for(work), resources=_resources())
+    made = _manifest(work)
+    assert "80" in made["stages"]["signatures"]["num_perm_work"]  # chosen by this run
+    assert made["requested_params"]["num_perm"] == made["params"]["num_perm"] == 80
+
+
+def test_plan_refuses_what_is_not_a_signatures_file_or_an_m(tmp_path):
+    from lshsql.errors import InputError, ParamError
+
+    (tmp_path / "signatures.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match="signatures.parquet: not a readable Parquet file"):
+        plan(0.5, work=tmp_path)
+    with pytest.raises(ParamError, match="num_perm must be in 1..1024, got 0"):
+        plan(0.5, num_perm=0)

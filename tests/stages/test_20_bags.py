@@ -571,6 +571,13 @@ def test_weights_that_are_not_finite_are_counted_and_types_checked(tmp_path):
         InputError, match=r"a weight of 3,000,000,000 makes as many copies .* over the 1,000,000"
     ):
         run(tmp_path / "heavy", Params(weighting="none"), bags=heavy)
+    # two URLs: the planner's choice of m signs a sample of the bags before the signatures stage, and
+    # refuses the weight first, rather than min-hash 10^12 copies
+    rows = [{"url": url, "term": "x", "weight": 1e12} for url in ("a", "b")]
+    with pytest.raises(InputError, match=r"a weight of 1,000,000,000,000 makes as many copies"):
+        run(
+            tmp_path / "heavy2", Params(weighting="none"), bags=write_table(tmp_path / "heavy2.parquet", rows)
+        )
     run(tmp_path / "light", Params(weighting="tf"), bags=heavy)  # tf bags sum to --scale
 
 
