@@ -120,11 +120,13 @@ class Params:
                 raise ParamError(message)
         if self.num_perm is None and not self.plans_num_perm:  # m = 80 unless the planner chooses it
             object.__setattr__(self, "num_perm", DEFAULT_NUM_PERM)
-        m = self.num_perm or DEFAULT_NUM_PERM
-        if not self.banding and self.k is not None and self.k > m:
-            raise ParamError(f"k must be at most num_perm: a table takes k of the {m} min-hashes")
-        if self.banding and self.k is not None and self.l is not None and self.k * self.l > m:
-            raise ParamError(f"banding needs b*r <= num_perm: {self.l} bands x {self.k} rows > {m}")
+        # m is set here unless k, l and banding are all left open, so the checks below see a number
+        if not self.banding and self.k is not None and self.k > self.num_perm:
+            raise ParamError(f"k must be at most num_perm: a table takes k of the {self.num_perm} min-hashes")
+        if self.banding and self.k is not None and self.l is not None and self.k * self.l > self.num_perm:
+            raise ParamError(
+                f"banding needs b*r <= num_perm: {self.l} bands x {self.k} rows > {self.num_perm}"
+            )
 
     @property
     def plans_num_perm(self) -> bool:

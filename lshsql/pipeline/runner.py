@@ -155,7 +155,9 @@ def _run(
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
                 summary.params = params
-            if stage.name == "buckets" and params.k is None:  # no signatures to sample: the closed form's
+            if (
+                stage.name == "buckets" and params.k is None
+            ):  # no pairs of signatures sampled: the closed form's
                 params = summary.params = scurve.with_tables(params)
             vocabulary = None
             if stage.name == "bags" and params.freeze_idf:
@@ -341,8 +343,8 @@ def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
     way)."""
     with engine.local_duckdb() as con:
         signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
-    if signatures is None or len(signatures) < 2:  # no pairs to sample: the closed form's, if not given
-        return scurve.with_tables(params)
+    if signatures is None or len(signatures) < 2:  # no pairs to sample: the closed form's (see _run)
+        return params
     return scurve.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
 
 
@@ -356,9 +358,11 @@ def _plan_num_perm(
     signatures. Returns the params, what the manifest records of the choice, and whether later runs are to
     keep m (not when neither signatures nor bags were there to choose it by)."""
     made = previous.get("signatures", {}).get("params", {}).get("num_perm")
-    width = signature_width(output_path(work, "signatures"))
-    if made or not here:
-        return replace(params, num_perm=made or width or DEFAULT_NUM_PERM), {}, bool(made or width)
+    if made:
+        return replace(params, num_perm=made), {}, True
+    if not here:  # signatures of the user's own, if any
+        width = signature_width(output_path(work, "signatures"))
+        return replace(params, num_perm=width or DEFAULT_NUM_PERM), {}, width is not None
     bags_path = output_path(work, "bags")
     entry = manifest.read(work)["stages"].get("bags", {})
     with engine.local_duckdb() as con:
