@@ -30,16 +30,25 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
     return max(1, min(fitting, BATCH_BAND_KEYS // max(1, n_urls)))
 
 
-# Memory a signature row takes in the pairs stage's two joins, as a multiple of its bytes (a BIGINT url_id
-# and m INTEGERs), and the most url_ids a range may span: blocks that fit spill less than one piece does.
+# Memory a URL of a block takes in the pairs stage, as a multiple of its lanes row (a BIGINT url_id and a
+# BIGINT per 12 min-hashes, sql/macros/candidates_scored.sql): every candidate is joined to two copies of
+# the lanes, and only the few near ones to all m columns, so the full row would overstate m's weight. The
+# most url_ids a range may span: blocks that fit spill less than one piece does.
 PAIR_ROW_FACTOR = 4
 PAIR_BLOCK_URLS = 5_000_000
+LANE_HASHES = 12
+
+
+def pair_range_bytes(num_perm: int) -> int:
+    """Memory per url_id of a range in the pairs stage: a block holds two ranges (u's and v's), each URL
+    PAIR_ROW_FACTOR times its lanes row."""
+    return 2 * PAIR_ROW_FACTOR * 8 * (1 + -(-num_perm // LANE_HASHES))
 
 
 def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
     """P, the ranges of url_id the pairs stage cuts an id span into, for P(P+1)/2 blocks (u's range, v's at
-    or after it): each range spans at most PAIR_BLOCK_URLS ids and `rows_per_range`, the signature rows
-    (times PAIR_ROW_FACTOR) the memory limit holds; None (Spark) takes all at once."""
+    or after it): each range spans at most PAIR_BLOCK_URLS ids and `rows_per_range`, the url_ids whose
+    pair_range_bytes the memory limit holds; None (Spark) takes all at once."""
     if rows_per_range is None:
         return 1
     per_range = max(1, min(PAIR_BLOCK_URLS, rows_per_range))

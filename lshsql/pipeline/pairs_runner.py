@@ -41,10 +41,11 @@ def min_hash_differences_fit_integer(path: Path) -> bool:
 
 def run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Pairs from the candidates (reuse.pairs: those of the previous run between unchanged URLs kept, the
-    candidates of changed URLs verified), in blocks of url_id ranges when two copies of the signatures
-    would not fit in the memory limit (or the ids span over PAIR_BLOCK_URLS). Candidates have u_id < v_id,
-    so each is in one block (u's range, v's at or after it): the same rows, ordered as in one piece (the
-    Parquet file then marks its columns nullable, as the buckets stage's batches do)."""
+    candidates of changed URLs verified), in blocks of url_id ranges when the signatures' lanes (the low
+    bits the stage compares first) would not fit in the memory limit (or the ids span over
+    PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in one block (u's range, v's at or after it):
+    the same rows, ordered as in one piece (the Parquet file then marks its columns nullable, as the
+    buckets stage's batches do)."""
 
     def compute(candidates: str, out: Path) -> tuple[int, dict]:
         return _pairs(engine, stage, params, work, candidates, out)
@@ -72,7 +73,7 @@ def _pairs(
         "one_copy_each": params.verify and max_copies(engine) <= 1,  # only a verify lists the bags
     }
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
-    rows_per_range = engine.rows_fitting(batching.PAIR_ROW_FACTOR * (8 + 4 * params.num_perm))
+    rows_per_range = engine.rows_fitting(batching.pair_range_bytes(params.num_perm))
     n_ranges, first, last = 1, 0, 0
     if rows_per_range is not None:
         first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")

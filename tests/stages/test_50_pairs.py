@@ -216,7 +216,7 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
 @pytest.mark.parametrize(
     ("id_span", "rows_per_range", "expected"),
     [
-        (10_000_000, 6_100_000, 2),  # the 5M cap: 10M URLs (8GB holds 6.1M rows of m = 80) in 2 ranges
+        (10_000_000, 15_600_000, 2),  # the 5M cap: 10M URLs (8GB holds 15.6M ids of m = 80) in 2 ranges
         (10_000_000, 2_000_000, 5),  # the memory limit's rows
         (1_000_000, 760_000, 2),
         (1_000_000, 3_000_000, 1),
@@ -228,6 +228,24 @@ def test_pair_ranges(id_span, rows_per_range, expected):
     from lshsql.pipeline import pair_ranges
 
     assert pair_ranges(id_span, rows_per_range) == expected
+
+
+@pytest.mark.parametrize(
+    ("num_perm", "lanes"),
+    [(1, 1), (12, 1), (13, 2), (80, 7), (128, 11), (256, 22)],
+)
+def test_pair_range_bytes_follow_the_lanes(num_perm, lanes):
+    """A range's URL is planned by the lanes row the stage joins every candidate to (a url_id and a BIGINT
+    per 12 min-hashes), twice (a block holds two ranges), not by the m columns only near candidates meet."""
+    from lshsql import sqlfiles
+    from lshsql.pipeline import batching
+    from lshsql.pipeline.stages import template_context
+
+    assert batching.pair_range_bytes(num_perm) == 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + lanes)
+    params = Params(weighting="none", num_perm=num_perm, k=1, l=1)
+    context = template_context(params) | {"narrow_differences": True, "one_copy_each": True}
+    sql = sqlfiles.render(sqlfiles.load("50_pairs.sql"), context)  # the lanes the stage makes
+    assert len(set(re.findall(r"\blanes(\d+)", sql))) == lanes
 
 
 @pytest.mark.parametrize("verify", [True, False])
