@@ -14,10 +14,11 @@
 -- weights the signatures estimate) is at least the threshold; similarity is then that exact value. u < v
 -- in byte order of the URLs. sql/50_pairs_estimated.sql (--no-verify) keeps the signatures' estimate.
 --
--- When the signatures' lanes (macros/candidates_scored.sql) would not fit in memory, or the ids span over
--- 5M, the runner takes the candidates in blocks of url_id ranges (u's range, v's at or after it, which
--- holds every candidate once as u_id < v_id): it registers candidates, signatures and bags as views of the
--- block's rows and ranges only, runs this file once per block and orders their union.
+-- When the signatures' lanes (macros/candidates_scored.sql) and the full rows the near candidates meet
+-- would not fit in memory, or the ids span over 5M, the runner takes the candidates in blocks of url_id
+-- ranges (u's range, v's at or after it, which holds every candidate once as u_id < v_id): it registers
+-- candidates, signatures and bags as views of the block's rows and ranges only, runs this file once per
+-- block and orders their union.
 
 {% import "macros/copies_listed.sql" as copies with context %}
 with

@@ -13,10 +13,11 @@
 -- the threshold and drops some just above. jaccard is NULL. u < v in byte order of the URLs.
 -- sql/50_pairs.sql (the default) checks the pairs against their bags.
 --
--- When the signatures' lanes (macros/candidates_scored.sql) would not fit in memory, or the ids span over
--- 5M, the runner takes the candidates in blocks of url_id ranges (u's range, v's at or after it, which
--- holds every candidate once as u_id < v_id): it registers candidates, signatures and bags as views of the
--- block's rows and ranges only, runs this file once per block and orders their union.
+-- When the signatures' lanes (macros/candidates_scored.sql) and the full rows the near candidates meet
+-- would not fit in memory, or the ids span over 5M, the runner takes the candidates in blocks of url_id
+-- ranges (u's range, v's at or after it, which holds every candidate once as u_id < v_id): it registers
+-- candidates, signatures and bags as views of the block's rows and ranges only, runs this file once per
+-- block and orders their union.
 
 with
 

@@ -30,19 +30,34 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
     return max(1, min(fitting, BATCH_BAND_KEYS // max(1, n_urls)))
 
 
-# Memory a URL of a block takes in the pairs stage, as a multiple of its lanes row (a BIGINT url_id and a
-# BIGINT per 12 min-hashes, sql/macros/candidates_scored.sql): every candidate is joined to two copies of
-# the lanes, and only the few near ones to all m columns, so the full row would overstate m's weight. The
-# most url_ids a range may span: blocks that fit spill less than one piece does.
+# Memory a URL of a block takes in the pairs stage, as a multiple of the rows it joins: every URL's lanes
+# row (a BIGINT url_id and a BIGINT per 12 min-hashes, sql/macros/candidates_scored.sql) and, for the URLs
+# of a candidate whose low bits agree often enough, the full row (a BIGINT and m INTEGERs). The most
+# url_ids a range may span: blocks that fit spill less than one piece does.
 PAIR_ROW_FACTOR = 4
 PAIR_BLOCK_URLS = 5_000_000
 LANE_HASHES = 12
+LOW_BITS_AGREE = 1 / 16  # two different min-hashes' low 4 bits agree by chance
 
 
-def pair_range_bytes(num_perm: int) -> int:
-    """Memory per url_id of a range in the pairs stage: a block holds two ranges (u's and v's), each URL
-    PAIR_ROW_FACTOR times its lanes row."""
-    return 2 * PAIR_ROW_FACTOR * 8 * (1 + -(-num_perm // LANE_HASHES))
+def pair_range_bytes(num_perm: int, k: int, min_agree: int, candidates_per_url: float) -> int:
+    """Memory per url_id of a range in the pairs stage; a block holds two ranges (u's and v's). Each URL
+    has its lanes row joined, and its full row too when one of its candidates passes the lanes' bound: the
+    share of such URLs is taken from a candidate that shares only the k min-hashes of one table, whose
+    other low bits agree by chance, over the candidates a URL is in. Near-duplicates pass as well; where
+    most URLs have one, a block spills."""
+    lanes = 8 * (1 + -(-num_perm // LANE_HASHES))
+    passing = 1.0 - math.exp(-candidates_per_url * _chance_pass(num_perm, k, min_agree))
+    return math.ceil(PAIR_ROW_FACTOR * (2 * lanes + passing * (8 + 4 * num_perm)))
+
+
+def _chance_pass(num_perm: int, k: int, min_agree: int) -> float:
+    """P[k + Binomial(m - k, LOW_BITS_AGREE) >= min_agree]: a candidate's lanes agreeing on min_agree
+    positions with only its table's k min-hashes equal."""
+    others, need = max(0, num_perm - k), max(0, min_agree - k)
+    p = LOW_BITS_AGREE
+    tail = sum(math.comb(others, i) * p**i * (1 - p) ** (others - i) for i in range(need, others + 1))
+    return min(1.0, tail)
 
 
 def pair_ranges(id_span: int, rows_per_range: int | None) -> int:

@@ -41,11 +41,11 @@ def min_hash_differences_fit_integer(path: Path) -> bool:
 
 def run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """Pairs from the candidates (reuse.pairs: those of the previous run between unchanged URLs kept, the
-    candidates of changed URLs verified), in blocks of url_id ranges when the signatures' lanes (the low
-    bits the stage compares first) would not fit in the memory limit (or the ids span over
-    PAIR_BLOCK_URLS). Candidates have u_id < v_id, so each is in one block (u's range, v's at or after it):
-    the same rows, ordered as in one piece (the Parquet file then marks its columns nullable, as the
-    buckets stage's batches do)."""
+    candidates of changed URLs verified), in blocks of url_id ranges when what the stage holds per URL
+    (batching.pair_range_bytes) would not fit in the memory limit (or the ids span over PAIR_BLOCK_URLS).
+    Candidates have u_id < v_id, so each is in one block (u's range, v's at or after it): the same rows,
+    ordered as in one piece (the Parquet file then marks its columns nullable, as the buckets stage's
+    batches do)."""
 
     def compute(candidates: str, out: Path) -> tuple[int, dict]:
         return _pairs(engine, stage, params, work, candidates, out)
@@ -73,11 +73,15 @@ def _pairs(
         "one_copy_each": params.verify and max_copies(engine) <= 1,  # only a verify lists the bags
     }
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
-    rows_per_range = engine.rows_fitting(batching.pair_range_bytes(params.num_perm))
+    memory = engine.rows_fitting(1)  # bytes; None on Spark, which spills and takes one piece
     n_ranges, first, last = 1, 0, 0
-    if rows_per_range is not None:
-        first, last = engine.row("select coalesce(min(url_id), 0), coalesce(max(url_id), 0) from signatures")
-        n_ranges = batching.pair_ranges(last - first + 1, rows_per_range)
+    if memory is not None:
+        first, last, n_urls = engine.row(
+            "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), count(*) from signatures"
+        )
+        per_url = 2 * engine.scalar("select count(*) from candidates") / max(1, n_urls)
+        row_bytes = batching.pair_range_bytes(params.num_perm, params.k, params.min_agree, per_url)
+        n_ranges = batching.pair_ranges(last - first + 1, memory // row_bytes)
     file = sql_file(stage, params)
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:

@@ -235,17 +235,34 @@ def test_pair_ranges(id_span, rows_per_range, expected):
     [(1, 1), (12, 1), (13, 2), (80, 7), (128, 11), (256, 22)],
 )
 def test_pair_range_bytes_follow_the_lanes(num_perm, lanes):
-    """A range's URL is planned by the lanes row the stage joins every candidate to (a url_id and a BIGINT
-    per 12 min-hashes), twice (a block holds two ranges), not by the m columns only near candidates meet."""
+    """At a threshold whose lanes' bound no chance agreement passes, a range's URL is planned by the lanes
+    row the stage joins every candidate to (a url_id and a BIGINT per 12 min-hashes, the template's lanes),
+    twice (a block holds two ranges), not by the m columns only near candidates meet."""
     from lshsql import sqlfiles
     from lshsql.pipeline import batching
     from lshsql.pipeline.stages import template_context
 
-    assert batching.pair_range_bytes(num_perm) == 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + lanes)
-    params = Params(weighting="none", num_perm=num_perm, k=1, l=1)
+    params = Params(weighting="none", threshold=0.9, num_perm=num_perm, k=1, l=1)
     context = template_context(params) | {"narrow_differences": True, "one_copy_each": True}
     sql = sqlfiles.render(sqlfiles.load("50_pairs.sql"), context)  # the lanes the stage makes
     assert len(set(re.findall(r"\blanes(\d+)", sql))) == lanes
+    if num_perm >= 80:  # a short signature's chance agreements reach 0.9 * m
+        planned = batching.pair_range_bytes(num_perm, params.k, params.min_agree, candidates_per_url=50)
+        assert planned == 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + lanes)
+
+
+@pytest.mark.parametrize(("threshold", "k", "per_url", "full"), [(0.5, 5, 26, False), (0.2, 2, 104, True)])
+def test_pair_range_bytes_count_full_rows_the_lanes_let_through(threshold, k, per_url, full):
+    """At a low threshold the lanes' bound (min_agree) is met by chance agreements of the low bits, so
+    nearly every URL's full row is joined: a range is planned with it, as the scale bench's 1M run (k = 5,
+    26 candidates a URL) is not. (0.2, k = 2, 104 candidates a URL: the PostgreSQL crawl's plan.)"""
+    from lshsql.pipeline import batching
+
+    params = Params(weighting="none", threshold=threshold, num_perm=80, k=k, l=10)
+    planned = batching.pair_range_bytes(80, k, params.min_agree, per_url)
+    lanes_only = 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + 7)
+    with_full_rows = lanes_only + batching.PAIR_ROW_FACTOR * (8 + 4 * 80)
+    assert planned == pytest.approx(with_full_rows if full else lanes_only, abs=2)
 
 
 @pytest.mark.parametrize("verify", [True, False])
