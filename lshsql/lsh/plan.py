@@ -163,27 +163,23 @@ def sample_bags(con, bags_path: str | Path, n_urls: int, size: int = PLAN_SAMPLE
         where, values = "url_id in (select unnest($ids))", {"ids": list(range(first, last + 1, stride))}
     else:  # ids far apart (a table of the user's own): each row's remainder
         where, values = "url_id % $stride = 0", {"stride": stride}
+    # copies as DOUBLE: a weight beyond BIGINT is refused by check_copies, not by a failed cast
     sampled = (
-        f"select url_id, term_hash, greatest(1, cast(round(weight) as bigint)) as copies "
-        f"from read_parquet($p) where {where}"
+        f"select url_id, term_hash, greatest(1, round(weight)) as copies from read_parquet($p) where {where}"
     )
-    values["p"] = str(bags_path)
-    held = db.scalar(
-        con,
-        f"select count(*) from ({sampled}) where url_id in "
-        f"(select distinct url_id from ({sampled}) order by url_id limit $n)",
-        values | {"n": size},
+    chosen = (
+        f"select * from ({sampled}) where url_id in "
+        f"(select distinct url_id from ({sampled}) order by url_id limit $n)"
     )
-    if held > SAMPLE_ROWS:
+    values |= {"p": str(bags_path), "n": size}
+    if db.scalar(con, f"select count(*) from ({chosen})", values) > SAMPLE_ROWS:
         return None
-    rows = con.execute(f"{sampled} order by url_id, term_hash", values).fetchnumpy()
+    rows = con.execute(f"{chosen} order by url_id, term_hash", values).fetchnumpy()
     ids = rows["url_id"]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
-    end = starts[size] if len(starts) > size else len(ids)
-    counts = np.diff(np.r_[starts[:size], end]).astype(np.int64)
-    copies = rows["copies"][:end].astype(np.int64)
-    check_copies(float(copies.max()) if len(copies) else 1.0)  # before they are signed one by one
-    return rows["term_hash"][:end].astype(np.int64), copies, counts
+    counts = np.diff(np.r_[starts, len(ids)]).astype(np.int64)
+    check_copies(float(rows["copies"].max()) if len(ids) else 1.0)  # before they are signed one by one
+    return rows["term_hash"].astype(np.int64), rows["copies"].astype(np.int64), counts
 
 
 def _url_id_range(con, bags_path: str | Path) -> tuple[int, int]:
@@ -277,11 +273,10 @@ def plan(
         path = Path(work) / "signatures.parquet"
         if not path.exists():
             raise InputError(f"{work}: no signatures.parquet; run `lshsql run` (or `stage signatures`) first")
-        resources = db.for_work(work, resources)
-        with db.connect(resources) as con:
-            signatures, n_urls = sample_signatures(con, path, num_perm)
-        if signatures is not None and signatures.shape[1] != num_perm:
-            signatures = None
+        if signature_width(path) == num_perm:  # signatures of another m tell nothing of this m's plan
+            resources = db.for_work(work, resources)
+            with db.connect(resources) as con:
+                signatures, n_urls = sample_signatures(con, path, num_perm)
     histogram = agreement_histogram(signatures) if signatures is not None and len(signatures) > 1 else None
     if histogram is not None:
         k, l = choose_kl_for_sample(threshold, num_perm, histogram, n_urls, banding, recall, seed, sketch)  # noqa: E741

@@ -56,7 +56,16 @@ def resolve(params: Params, whole_sets: bool) -> Params:
     (k, l) from the planner. When the planner chooses m (Params.plans_num_perm), m, k and l stay None
     until the bags are known (choose_num_perm)."""
     params = params.with_df_limits(whole_sets)
-    return params if params.plans_num_perm else with_tables(params)
+    if not params.plans_num_perm:
+        return with_tables(params)
+    for m in NUM_PERM_CHOICES:  # the one-line error now, not after the bags stage, when no m can reach it
+        try:
+            with_tables(replace(params, num_perm=m))
+            break
+        except ParamError:
+            if m == NUM_PERM_CHOICES[-1]:
+                raise
+    return params
 
 
 def choose_num_perm(

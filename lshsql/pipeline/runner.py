@@ -26,7 +26,7 @@ from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.compiled import COMPILED
 from lshsql.pipeline.inputs import check_user_table, user_bags_source
 from lshsql.pipeline.runners import RUNNERS
-from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, output_path
+from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, input_paths, output_path
 
 DEFAULT_PARAMS = Params()
 
@@ -363,7 +363,7 @@ def _plan_num_perm(
     if not here:  # signatures of the user's own, if any
         width = signature_width(output_path(work, "signatures"))
         return replace(params, num_perm=width or DEFAULT_NUM_PERM), {}, width is not None
-    bags_path = output_path(work, "bags")
+    bags_path = Path(input_paths(work, "bags"))  # a StageError when the file is missing
     entry = manifest.read(work)["stages"].get("bags", {})
     with engine.local_duckdb() as con:
         if entry.get("file") == manifest.file_identity(bags_path) and "urls_with_bag" in entry:

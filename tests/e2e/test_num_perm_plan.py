@@ -112,3 +112,51 @@ def test_plan_refuses_what_is_not_a_signatures_file_or_an_m(tmp_path):
         plan(0.5, work=tmp_path)
     with pytest.raises(ParamError, match="num_perm must be in 1..1024, got 0"):
         plan(0.5, num_perm=0)
+
+
+def test_plan_for_another_m_than_the_folders_signatures_uses_the_closed_form(chosen_128, tmp_path):
+    """`lshsql plan --work W --num-perm M` for an M the folder's signatures were not made with: their sample
+    says nothing of M's tables, so the plan is the closed form's (it read h0 .. h{M-1} and failed on M
+    above the signatures' width)."""
+    for m in (80, 256):
+        shown = plan(0.5, num_perm=m, work=chosen_128)
+        assert (shown.num_perm, shown.n_urls) == (m, 0)
+        assert (shown.k, shown.l) == scurve.choose_kl(0.5, m, False, shown.recall)
+
+
+def test_a_threshold_no_m_reaches_is_refused_before_any_stage(example_extraction, tmp_path):
+    """With m left to the planner, a threshold neither 80 nor 128 min-hashes can reach at the recall is the
+    one-line error up front, as it was with m given, not after the bags stage."""
+    from lshsql.errors import ParamError
+
+    with pytest.raises(ParamError, match="no \\(k, l\\) reaches recall 0.95 at threshold 0.01 with m = 128"):
+        scurve.resolve(Params(threshold=0.01), whole_sets=False)
+    work = copy_work(example_extraction, tmp_path / "w")
+    with pytest.raises(ParamError, match="threshold 0.01"):
+        run(work, Params(threshold=0.01), resources=_resources())
+    assert not (work / "term_counts.parquet").exists() and not (work / "bags.parquet").exists()
+    assert scurve.resolve(Params(threshold=0.05), whole_sets=False).plans_num_perm  # 128 reaches it
+
+
+def test_the_choice_of_m_on_a_users_bags_table(tmp_path):
+    """Bags put in the folder by hand (the documented schema): a weight beyond BIGINT is the one-line error
+    about copies (the sample's copies are not cast first), and a missing bags file is the stage's own
+    error, not DuckDB's."""
+    from lshsql.errors import InputError, StageError
+    from tests.conftest import write_table
+
+    rows = [
+        {"url_id": u, "term_hash": t, "tf": 1.0, "df": 2, "weight": 1e19 if (u, t) == (2, 7) else 1.0}
+        for u in (1, 2)
+        for t in (7, 8)
+    ]
+    write_table(tmp_path / "w" / "bags.parquet", rows)
+    with pytest.raises(InputError, match="a weight of 10,000,000,000,000,000,000 makes as many copies"):
+        run(
+            tmp_path / "w",
+            Params(threshold=0.5, weighting="none"),
+            resources=_resources(),
+            only=("signatures",),
+        )
+    with pytest.raises(StageError, match="bags.parquet: missing; run the earlier stages first"):
+        run(tmp_path / "empty", Params(threshold=0.5), resources=_resources(), only=("signatures",))
