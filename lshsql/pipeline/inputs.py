@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 
 from lshsql import manifest, schemas, sqlfiles
 from lshsql.engines import duckdb as db
@@ -56,6 +57,33 @@ def check_user_table(work: Path, relation: str, resources: db.Resources) -> None
                     f"{path}: {repeated:,} value(s) of ({columns}) are in more than one row; a {relation} "
                     f"table has one row per ({columns})"
                 )
+
+
+# The tail of a Parquet file holds its footer (row groups, offsets, statistics): what a rewrite changes
+FOOTER_BYTES = 64 * 1024
+
+
+def bags_fingerprint(bags: str | Path) -> str:
+    """What tells a user's bags table from a changed one, taken before it is read: its resolved path and,
+    for each file DuckDB reads of it (a folder: every file under it), the name within it, size, mtime (ns)
+    and the xxh3 of its last FOOTER_BYTES. A file rewritten in place changes its own mtime, not its
+    folder's."""
+    path = Path(bags).resolve()
+    if not path.exists():
+        raise InputError(f"{bags}: no such file")
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    seen = {}
+    for file in files:
+        try:
+            stat = file.stat()
+            with open(file, "rb") as f:
+                f.seek(max(0, stat.st_size - FOOTER_BYTES))
+                footer = xxhash.xxh3_64_hexdigest(f.read(FOOTER_BYTES))
+        except OSError as error:
+            raise InputError(f"{file}: cannot be read ({error.strerror or error})") from None
+        name = str(file.relative_to(path)) if path.is_dir() else file.name
+        seen[name] = [stat.st_size, stat.st_mtime_ns, footer]
+    return f"bags:{path}:{manifest.fingerprint(seen)}"
 
 
 def user_bags_source(work: Path) -> Path | None:

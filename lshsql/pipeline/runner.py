@@ -24,7 +24,7 @@ from lshsql.params import DEFAULT_NUM_PERM, Params
 from lshsql.pipeline import compiled, frozen, labels, reuse
 from lshsql.pipeline.catalog import write_catalog, write_info
 from lshsql.pipeline.compiled import COMPILED
-from lshsql.pipeline.inputs import check_user_table, user_bags_source
+from lshsql.pipeline.inputs import bags_fingerprint, check_user_table, user_bags_source
 from lshsql.pipeline.runners import RUNNERS
 from lshsql.pipeline.stages import STAGE_NAMES, STAGES, Log, Stage, input_paths, output_path
 
@@ -383,8 +383,7 @@ def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> 
         return previous.get("extract", {}).get("fingerprint") or json.dumps(
             previous.get("extract", {}).get("counts")
         )
-    stat = Path(bags).stat()
-    return f"bags:{Path(bags).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return bags_fingerprint(bags)
 
 
 def _fingerprint(

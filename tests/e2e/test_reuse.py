@@ -466,3 +466,45 @@ def test_freeze_idf_refused_runs_freeze_nothing_and_other_bags_are_refused(tmp_p
         match=r"counts other bags than this run's \(aliases true, input fragments, unit url; now aliases true, input fragments, unit host\): delete it",
     ):
         run(crawl, Params(freeze_idf=True, unit="host"), resources=RESOURCES)
+
+
+def test_a_bags_file_rewritten_in_place_is_read_again(tmp_path):
+    """--bags takes a folder of Parquet files too (DuckDB reads every file under it). A part rewritten in
+    place (pyarrow's write_table keeps the folder's mtime) or a file rewritten to its old size with its old
+    mtime put back is a changed input: the rerun equals a fresh run, where it took every stage as up to
+    date before."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(5)
+    before = random_bags(rng, 120)
+    after, _ = grown(rng, before, n_new=12, n_changed=5, n_removed=3)
+    folder = tmp_path / "bags"
+    urls = sorted(after | before)
+    half = set(urls[: len(urls) // 2])
+    write_bags(folder / "part-0.parquet", {u: t for u, t in before.items() if u in half})
+    write_bags(folder / "part-1.parquet", {u: t for u, t in before.items() if u not in half})
+    work = tmp_path / "w"
+    run(work, PARAMS, bags=folder, resources=RESOURCES)
+    folder_mtime = folder.stat().st_mtime_ns
+    write_bags(folder / "part-1.parquet", {u: t for u, t in after.items() if u not in half})
+    os.utime(folder, ns=(folder_mtime, folder_mtime))
+    summary = run(work, PARAMS, bags=folder, resources=RESOURCES)
+    assert not summary.stages["bags"].get("skipped")
+    run(tmp_path / "fresh", PARAMS, bags=folder, resources=RESOURCES)
+    assert_same_outputs(work, tmp_path / "fresh")
+
+    # one file, the same size and mtime, other weights: told apart by its bytes
+    table = pa.table({"url": ["a", "b", "c"], "term": ["x", "x", "y"], "weight": [1.0, 1.0, 1.0]})
+    single = tmp_path / "one.parquet"
+    options = {"compression": "none", "use_dictionary": False, "write_statistics": False}
+    pq.write_table(table, single, **options)
+    stat = single.stat()
+    run(tmp_path / "one", PARAMS, bags=single, resources=RESOURCES)
+    pq.write_table(table.set_column(2, "weight", pa.array([1.0, 3.0, 1.0])), single, **options)
+    assert single.stat().st_size == stat.st_size
+    os.utime(single, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = run(tmp_path / "one", PARAMS, bags=single, resources=RESOURCES)
+    assert not again.stages["bags"].get("skipped")
