@@ -19,13 +19,13 @@ from lshsql.errors import InputError, ParamError
 from lshsql.lsh import family
 from lshsql.lsh.scurve import (
     CANDIDATE_COST,
-    NUM_PERM_CHOICES,
     OPH_PLAN_UNION,
     RECALL_DRAWS,
     choose_kl,
     choose_kl_for_sample,
     choose_num_perm,
     expected_candidates,
+    reachable_num_perm,
     tables_needed,
     tables_recall,
 )
@@ -203,13 +203,13 @@ def num_perm_for_bags(
 ) -> tuple[int, tuple[int, int] | None, dict[int, float]]:
     """m for these bags, its (k, l) and each choice's expected work (scurve.choose_num_perm), from the
     sampled URLs' signatures at each of NUM_PERM_CHOICES: the values the signatures stage gives them, so
-    (k, l) are those sample_signatures' sample gives after the stage. No (k, l) without two bags; m = 80
-    and no (k, l) when the sampled bags are too big to hold (sample_bags)."""
+    (k, l) are those sample_signatures' sample gives after the stage. Without two bags, or when the sampled
+    bags are too big to hold (sample_bags): the first m the closed form reaches, and no (k, l)."""
     from lshsql.lsh.minhash import bag_signatures  # numba: imported when a run signs bags
 
     sample = sample_bags(con, bags_path, n_urls)
     if sample is None or len(sample[2]) < 2:
-        return NUM_PERM_CHOICES[0], None, {}
+        return reachable_num_perm(params), None, {}
     terms, copies, counts = sample
 
     def histogram_of(m: int) -> np.ndarray:

@@ -58,14 +58,21 @@ def resolve(params: Params, whole_sets: bool) -> Params:
     params = params.with_df_limits(whole_sets)
     if not params.plans_num_perm:
         return with_tables(params)
-    for m in NUM_PERM_CHOICES:  # the one-line error now, not after the bags stage, when no m can reach it
+    reachable_num_perm(params)  # the one-line error now, not after the bags stage, when no m reaches it
+    return params
+
+
+def reachable_num_perm(params: Params) -> int:
+    """The first m of NUM_PERM_CHOICES whose closed-form (k, l) reach the recall at the threshold (the
+    planner's m without a sample to choose by); the last one's ParamError when none does."""
+    for m in NUM_PERM_CHOICES:
         try:
             with_tables(replace(params, num_perm=m))
-            break
+            return m
         except ParamError:
             if m == NUM_PERM_CHOICES[-1]:
                 raise
-    return params
+    raise AssertionError("NUM_PERM_CHOICES is not empty")
 
 
 def choose_num_perm(
@@ -81,18 +88,24 @@ def choose_num_perm(
     when its work is at most NUM_PERM_GAIN of the first choice's, and not looked at when its min-hashes and
     one table alone would cost more. Returns m, its (k, l), and the expected work, in band keys, of each m
     looked at."""
-    work, tables = {}, {}
+    work, tables, unreachable = {}, {}, None
     first = NUM_PERM_CHOICES[0]
     for m in NUM_PERM_CHOICES:
-        if m != first and (POSITION_COST * m + 1) * n_urls > NUM_PERM_GAIN * work[first]:
+        if first in work and (POSITION_COST * m + 1) * n_urls > NUM_PERM_GAIN * work[first]:
             continue
         histogram = histogram_of(m)
-        k, l = choose_kl_for_sample(threshold, m, histogram, n_urls, recall=recall, seed=seed)  # noqa: E741
+        try:
+            k, l = choose_kl_for_sample(threshold, m, histogram, n_urls, recall=recall, seed=seed)  # noqa: E741
+        except ParamError as error:  # no (k, l) of this m reaches the recall: a longer signature may
+            unreachable = error
+            continue
         candidates = expected_candidates(histogram, n_urls, k, l)
         work[m] = planned_work(l, n_urls, candidates) + POSITION_COST * m * n_urls
         tables[m] = (k, l)
+    if not work:
+        raise unreachable
     cheapest = min(work, key=lambda m: (work[m], m))
-    chosen = cheapest if work[cheapest] <= NUM_PERM_GAIN * work[first] else first
+    chosen = first if first in work and work[cheapest] > NUM_PERM_GAIN * work[first] else cheapest
     return chosen, tables[chosen], work
 
 
@@ -312,6 +325,35 @@ def collision_by_agreement(num_perm: int, k: int, l: int) -> np.ndarray:  # noqa
     for j in range(k):
         per_table *= np.clip(agreeing - j, 0, None) / (num_perm - j)
     return 1.0 - (1.0 - per_table) ** l
+
+
+# Two different min-hashes' low 4 bits agree by chance (the pairs stage's lanes, macros/candidates_scored.sql)
+LOW_BITS_AGREE = 1 / 16
+
+
+def lanes_pass_rate(
+    num_perm: int,
+    k: int,
+    l: int,  # noqa: E741
+    min_agree: int,
+    histogram: np.ndarray | None = None,
+) -> float:
+    """The share of candidate pairs whose lanes, the low 4 bits of each min-hash, agree on min_agree
+    positions: a candidate agreeing on a of the m min-hashes also agrees on the low bits of about 1/16 of
+    the others. Candidates are taken as the planner expects them, a sample's pairwise agreement histogram
+    times the tables' collision probability; without one, as sharing one table's k min-hashes and no more."""
+
+    def passing(agreeing: int) -> float:
+        others, need = num_perm - agreeing, max(0, min_agree - agreeing)
+        p = LOW_BITS_AGREE
+        return sum(math.comb(others, i) * p**i * (1 - p) ** (others - i) for i in range(need, others + 1))
+
+    if histogram is not None:
+        weights = histogram * collision_by_agreement(num_perm, k, l)
+        if weights.sum() > 0:
+            passed = sum(w * passing(a) for a, w in enumerate(weights) if w)
+            return min(1.0, float(passed / weights.sum()))
+    return min(1.0, passing(min(k, num_perm)))
 
 
 def expected_candidates(histogram: np.ndarray, n_urls: int, k: int, l: int) -> float:  # noqa: E741

@@ -30,34 +30,28 @@ def tables_per_batch(n_urls: int, n_tables: int, fitting: int | None) -> int:
     return max(1, min(fitting, BATCH_BAND_KEYS // max(1, n_urls)))
 
 
-# Memory a URL of a block takes in the pairs stage, as a multiple of the rows it joins: every URL's lanes
-# row (a BIGINT url_id and a BIGINT per 12 min-hashes, sql/macros/candidates_scored.sql) and, for the URLs
-# of a candidate whose low bits agree often enough, the full row (a BIGINT and m INTEGERs). The most
+# Memory a URL of a block takes in the pairs stage, as a multiple of its lanes row (a BIGINT url_id and a
+# BIGINT per 12 min-hashes, sql/macros/candidates_scored.sql), which every candidate is joined to; the
+# full rows (a BIGINT and m INTEGERs) only the URLs of candidates passing the lanes' bound meet. The most
 # url_ids a range may span: blocks that fit spill less than one piece does.
 PAIR_ROW_FACTOR = 4
 PAIR_BLOCK_URLS = 5_000_000
 LANE_HASHES = 12
-LOW_BITS_AGREE = 1 / 16  # two different min-hashes' low 4 bits agree by chance
 
 
-def pair_range_bytes(num_perm: int, k: int, min_agree: int, candidates_per_url: float) -> int:
-    """Memory per url_id of a range in the pairs stage; a block holds two ranges (u's and v's). Each URL
-    has its lanes row joined, and its full row too when one of its candidates passes the lanes' bound: the
-    share of such URLs is taken from a candidate that shares only the k min-hashes of one table, whose
-    other low bits agree by chance, over the candidates a URL is in. Near-duplicates pass as well; where
-    most URLs have one, a block spills."""
+def pair_range_bytes(num_perm: int, near_share: float) -> int:
+    """Memory per url_id of a range in the pairs stage (a block holds two ranges, u's and v's): a URL of a
+    block takes PAIR_ROW_FACTOR times its lanes row, and its full row twice (the two joins that build on
+    them) when one of its candidates passes the lanes' bound, as `near_share` of the URLs do."""
     lanes = 8 * (1 + -(-num_perm // LANE_HASHES))
-    passing = 1.0 - math.exp(-candidates_per_url * _chance_pass(num_perm, k, min_agree))
-    return math.ceil(PAIR_ROW_FACTOR * (2 * lanes + passing * (8 + 4 * num_perm)))
+    per_block_url = PAIR_ROW_FACTOR * lanes + 2 * near_share * (8 + 4 * num_perm)
+    return math.ceil(2 * per_block_url)
 
 
-def _chance_pass(num_perm: int, k: int, min_agree: int) -> float:
-    """P[k + Binomial(m - k, LOW_BITS_AGREE) >= min_agree]: a candidate's lanes agreeing on min_agree
-    positions with only its table's k min-hashes equal."""
-    others, need = max(0, num_perm - k), max(0, min_agree - k)
-    p = LOW_BITS_AGREE
-    tail = sum(math.comb(others, i) * p**i * (1 - p) ** (others - i) for i in range(need, others + 1))
-    return min(1.0, tail)
+def near_share(candidates_per_url: float, pass_rate: float) -> float:
+    """The share of URLs with at least one candidate passing the lanes' bound, when a candidate passes with
+    probability `pass_rate` (scurve.lanes_pass_rate) and a URL is in `candidates_per_url` of them."""
+    return 1.0 - math.exp(-candidates_per_url * pass_rate)
 
 
 def pair_ranges(id_span: int, rows_per_range: int | None) -> int:

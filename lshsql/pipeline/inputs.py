@@ -65,13 +65,13 @@ FOOTER_BYTES = 64 * 1024
 
 def bags_fingerprint(bags: str | Path) -> str:
     """What tells a user's bags table from a changed one, taken before it is read: its resolved path and,
-    for each file DuckDB reads of it (a folder: every file under it), the name within it, size, mtime (ns)
-    and the xxh3 of its last FOOTER_BYTES. A file rewritten in place changes its own mtime, not its
-    folder's."""
+    for each file DuckDB reads of it (a folder: every *.parquet under it, as DuckDB's read_parquet takes a
+    folder), the name within it, size, mtime (ns) and the xxh3 of its last FOOTER_BYTES. A file rewritten
+    in place changes its own mtime, not its folder's."""
     path = Path(bags).resolve()
     if not path.exists():
         raise InputError(f"{bags}: no such file")
-    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    files = sorted(f for f in path.rglob("*.parquet") if f.is_file()) if path.is_dir() else [path]
     seen = {}
     for file in files:
         try:

@@ -1,5 +1,5 @@
 """The pairs stage's runner: the candidates verified against signatures and bags (sql/50_pairs.sql), in
-blocks of url_id ranges when two copies of the signatures would not fit in memory, and in a rerun only
+blocks of url_id ranges when what it holds per URL would not fit in memory, and in a rerun only
 those of changed URLs (reuse.pairs). A runner as in runners.py, (engine, stage, params, work, bags) ->
 (rows written, what the manifest records besides)."""
 
@@ -13,6 +13,8 @@ import pyarrow.parquet as pq
 
 from lshsql import sqlfiles
 from lshsql.engines.base import Engine, materialize_in_parts
+from lshsql.lsh import scurve
+from lshsql.lsh.plan import agreement_histogram, sample_signatures
 from lshsql.params import Params
 from lshsql.pipeline import batching, reuse
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views
@@ -61,6 +63,18 @@ def run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     return rows, extra
 
 
+def _near_share(engine: Engine, work: Path, params: Params, n_urls: int) -> float:
+    """The share of URLs whose full signature rows the stage joins (batching.near_share): their candidates
+    pass the lanes' bound at the rate scurve.lanes_pass_rate expects from the planner's sample of the
+    signatures (sample_signatures, as the buckets stage plans from)."""
+    with engine.local_duckdb() as con:
+        sample, _ = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
+    histogram = agreement_histogram(sample) if sample is not None and len(sample) > 1 else None
+    rate = scurve.lanes_pass_rate(params.num_perm, params.k, params.l, params.min_agree, histogram)
+    per_url = 2 * engine.scalar("select count(*) from candidates") / max(1, n_urls)
+    return batching.near_share(per_url, rate)
+
+
 def _pairs(
     engine: Engine, stage: Stage, params: Params, work: Path, candidates: str, out: Path
 ) -> tuple[int, dict]:
@@ -79,9 +93,11 @@ def _pairs(
         first, last, n_urls = engine.row(
             "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), count(*) from signatures"
         )
-        per_url = 2 * engine.scalar("select count(*) from candidates") / max(1, n_urls)
-        row_bytes = batching.pair_range_bytes(params.num_perm, params.k, params.min_agree, per_url)
-        n_ranges = batching.pair_ranges(last - first + 1, memory // row_bytes)
+        span = last - first + 1
+        n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, 1.0))
+        if n_ranges > 1:  # blocks even if every URL's full row is joined: how many depends on how few are
+            share = _near_share(engine, work, params, n_urls)
+            n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
     file = sql_file(stage, params)
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:

@@ -135,7 +135,10 @@ def test_a_threshold_no_m_reaches_is_refused_before_any_stage(example_extraction
     with pytest.raises(ParamError, match="threshold 0.01"):
         run(work, Params(threshold=0.01), resources=_resources())
     assert not (work / "term_counts.parquet").exists() and not (work / "bags.parquet").exists()
-    assert scurve.resolve(Params(threshold=0.05), whole_sets=False).plans_num_perm  # 128 reaches it
+    # 0.05: no (k, l) of 80 min-hashes reaches the recall, 128's do, and the run takes them
+    assert scurve.resolve(Params(threshold=0.05), whole_sets=False).plans_num_perm
+    low = run(copy_work(example_extraction, tmp_path / "low"), Params(threshold=0.05), resources=_resources())
+    assert low.params.num_perm == 128 and low.stages["pairs"]["rows"] > 0
 
 
 def test_the_choice_of_m_on_a_users_bags_table(tmp_path):

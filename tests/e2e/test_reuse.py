@@ -493,6 +493,8 @@ def test_a_bags_file_rewritten_in_place_is_read_again(tmp_path):
     os.utime(folder, ns=(folder_mtime, folder_mtime))
     summary = run(work, PARAMS, bags=folder, resources=RESOURCES)
     assert not summary.stages["bags"].get("skipped")
+    (folder / "_SUCCESS").write_text("a file DuckDB does not read")  # changes nothing
+    assert run(work, PARAMS, bags=folder, resources=RESOURCES).stages["bags"].get("skipped")
     run(tmp_path / "fresh", PARAMS, bags=folder, resources=RESOURCES)
     assert_same_outputs(work, tmp_path / "fresh")
 

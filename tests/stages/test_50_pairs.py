@@ -235,9 +235,10 @@ def test_pair_ranges(id_span, rows_per_range, expected):
     [(1, 1), (12, 1), (13, 2), (80, 7), (128, 11), (256, 22)],
 )
 def test_pair_range_bytes_follow_the_lanes(num_perm, lanes):
-    """At a threshold whose lanes' bound no chance agreement passes, a range's URL is planned by the lanes
-    row the stage joins every candidate to (a url_id and a BIGINT per 12 min-hashes, the template's lanes),
-    twice (a block holds two ranges), not by the m columns only near candidates meet."""
+    """A range's URL is planned by the lanes row the stage joins every candidate to (a url_id and a BIGINT
+    per 12 min-hashes, the template's lanes), PAIR_ROW_FACTOR times for each of a block's two ranges, and
+    by its full row twice (the two joins on the near candidates' signatures) for the share of URLs that
+    meet it."""
     from lshsql import sqlfiles
     from lshsql.pipeline import batching
     from lshsql.pipeline.stages import template_context
@@ -246,23 +247,44 @@ def test_pair_range_bytes_follow_the_lanes(num_perm, lanes):
     context = template_context(params) | {"narrow_differences": True, "one_copy_each": True}
     sql = sqlfiles.render(sqlfiles.load("50_pairs.sql"), context)  # the lanes the stage makes
     assert len(set(re.findall(r"\blanes(\d+)", sql))) == lanes
-    if num_perm >= 80:  # a short signature's chance agreements reach 0.9 * m
-        planned = batching.pair_range_bytes(num_perm, params.k, params.min_agree, candidates_per_url=50)
-        assert planned == 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + lanes)
+    lanes_only = 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + lanes)
+    assert batching.pair_range_bytes(num_perm, 0.0) == lanes_only
+    assert batching.pair_range_bytes(num_perm, 1.0) == lanes_only + 2 * 2 * (8 + 4 * num_perm)
 
 
-@pytest.mark.parametrize(("threshold", "k", "per_url", "full"), [(0.5, 5, 26, False), (0.2, 2, 104, True)])
-def test_pair_range_bytes_count_full_rows_the_lanes_let_through(threshold, k, per_url, full):
-    """At a low threshold the lanes' bound (min_agree) is met by chance agreements of the low bits, so
-    nearly every URL's full row is joined: a range is planned with it, as the scale bench's 1M run (k = 5,
-    26 candidates a URL) is not. (0.2, k = 2, 104 candidates a URL: the PostgreSQL crawl's plan.)"""
+@pytest.mark.parametrize(("threshold", "k", "l", "passes"), [(0.5, 5, 161, False), (0.2, 2, 106, True)])
+def test_lanes_pass_rate_by_chance(threshold, k, l, passes):  # noqa: E741
+    """Without a sample, a candidate is taken to share one table's k min-hashes and no more: at T = 0.5
+    its other low bits hardly ever make up min_agree (26 of 80), at T = 0.2 with k = 2 (min_agree 5)
+    they mostly do, and with tens of candidates a URL nearly every URL's full row is joined."""
+    from lshsql.lsh.scurve import lanes_pass_rate
     from lshsql.pipeline import batching
 
-    params = Params(weighting="none", threshold=threshold, num_perm=80, k=k, l=10)
-    planned = batching.pair_range_bytes(80, k, params.min_agree, per_url)
-    lanes_only = 2 * batching.PAIR_ROW_FACTOR * 8 * (1 + 7)
-    with_full_rows = lanes_only + batching.PAIR_ROW_FACTOR * (8 + 4 * 80)
-    assert planned == pytest.approx(with_full_rows if full else lanes_only, abs=2)
+    params = Params(weighting="none", threshold=threshold, num_perm=80, k=k, l=l)
+    rate = lanes_pass_rate(80, k, l, params.min_agree)
+    share = batching.near_share(50, rate)
+    assert (rate > 0.5 and share > 0.999) if passes else (rate < 1e-6 and share < 1e-3)
+
+
+def test_lanes_pass_rate_follows_the_sampled_agreements():
+    """Candidates are distributed as the planner expects them: the sampled pairs' agreements times the
+    tables' collision probability. Pairs agreeing on 30 of 80 min-hashes nearly all pass a bound of 26,
+    pairs agreeing on 5 hardly ever; a sample of both passes in between, weighted by how often each
+    collides."""
+    import numpy as np
+
+    from lshsql.lsh.scurve import collision_by_agreement, lanes_pass_rate
+
+    far, near = np.zeros(81), np.zeros(81)
+    far[5], near[30] = 1000.0, 1.0
+    assert lanes_pass_rate(80, 5, 161, 26, far) < 1e-6
+    assert lanes_pass_rate(80, 5, 161, 26, near) > 0.9
+    both = far + near
+    collide = collision_by_agreement(80, 5, 161)
+    expected = (near[30] * collide[30] * lanes_pass_rate(80, 5, 161, 26, near)) / (
+        far[5] * collide[5] + near[30] * collide[30]
+    )
+    assert lanes_pass_rate(80, 5, 161, 26, both) == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.parametrize("verify", [True, False])
