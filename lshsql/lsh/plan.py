@@ -273,7 +273,7 @@ def plan(
         path = Path(work) / "signatures.parquet"
         if not path.exists():
             raise InputError(f"{work}: no signatures.parquet; run `lshsql run` (or `stage signatures`) first")
-        if signature_width(path) == num_perm:  # signatures of another m tell nothing of this m's plan
+        if (signature_width(path) or 0) >= num_perm:  # m min-hashes of longer signatures are a sample too
             resources = db.for_work(work, resources)
             with db.connect(resources) as con:
                 signatures, n_urls = sample_signatures(con, path, num_perm)

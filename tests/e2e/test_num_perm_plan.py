@@ -114,14 +114,15 @@ def test_plan_refuses_what_is_not_a_signatures_file_or_an_m(tmp_path):
         plan(0.5, num_perm=0)
 
 
-def test_plan_for_another_m_than_the_folders_signatures_uses_the_closed_form(chosen_128, tmp_path):
-    """`lshsql plan --work W --num-perm M` for an M the folder's signatures were not made with: their sample
-    says nothing of M's tables, so the plan is the closed form's (it read h0 .. h{M-1} and failed on M
-    above the signatures' width)."""
-    for m in (80, 256):
-        shown = plan(0.5, num_perm=m, work=chosen_128)
-        assert (shown.num_perm, shown.n_urls) == (m, 0)
-        assert (shown.k, shown.l) == scurve.choose_kl(0.5, m, False, shown.recall)
+def test_plan_for_another_m_than_the_folders_signatures(chosen_128, tmp_path):
+    """`lshsql plan --work W --num-perm M`: for M above the width of the folder's signatures their sample
+    cannot say anything, and the plan is the closed form's (it read h0 .. h{M-1} and failed); for M below
+    it, their first M min-hashes are sampled."""
+    above = plan(0.5, num_perm=256, work=chosen_128)
+    assert (above.num_perm, above.n_urls) == (256, 0)
+    assert (above.k, above.l) == scurve.choose_kl(0.5, 256, False, above.recall)
+    below = plan(0.5, num_perm=80, work=chosen_128)
+    assert below.num_perm == 80 and below.n_urls > 0
 
 
 def test_a_threshold_no_m_reaches_is_refused_before_any_stage(example_extraction, tmp_path):
