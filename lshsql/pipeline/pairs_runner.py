@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from lshsql import sqlfiles
 from lshsql.engines.base import Engine, materialize_in_parts
 from lshsql.lsh import scurve
-from lshsql.lsh.plan import agreement_histogram, sample_signatures
+from lshsql.lsh.plan import agreement_histogram, sample_signatures, signature_width
 from lshsql.params import Params
 from lshsql.pipeline import batching, reuse
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views
@@ -67,8 +67,10 @@ def _near_share(engine: Engine, work: Path, params: Params, n_urls: int) -> floa
     """The share of URLs whose full signature rows the stage joins (batching.near_share): their candidates
     pass the lanes' bound at the rate scurve.lanes_pass_rate expects from the planner's sample of the
     signatures (sample_signatures, as the buckets stage plans from)."""
-    with engine.local_duckdb() as con:
-        sample, _ = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
+    path, sample = output_path(work, "signatures"), None
+    if (signature_width(path) or 0) >= params.num_perm:  # narrower: the stage's own error says so
+        with engine.local_duckdb() as con:
+            sample, _ = sample_signatures(con, path, params.num_perm)
     histogram = agreement_histogram(sample) if sample is not None and len(sample) > 1 else None
     rate = scurve.lanes_pass_rate(params.num_perm, params.k, params.l, params.min_agree, histogram)
     per_url = 2 * engine.scalar("select count(*) from candidates") / max(1, n_urls)

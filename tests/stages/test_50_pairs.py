@@ -305,6 +305,23 @@ def test_min_hashes_anywhere_in_int32_are_compared(tmp_path, verify):
     assert [(r["v"], r["n_agree"]) for r in rows] == [("http://b/", 3)]
 
 
+def test_blocks_over_signatures_narrower_than_m_give_the_stages_error(tmp_path, monkeypatch):
+    """A signatures table of one's own with fewer min-hashes than m, in blocks: the planner's sample of
+    them is skipped (it would look up columns they lack) and the stage's one-line error says what is
+    wrong, as it does in one piece."""
+    import pyarrow as pa
+
+    from lshsql.errors import StageError
+    from lshsql.pipeline import batching
+
+    monkeypatch.setattr(batching, "PAIR_BLOCK_URLS", 1)
+    signatures = [{"url_id": i, "h0": 7, "h1": 7, "h2": i, "h3": 0} for i in (1, 2, 3)]
+    schema = pa.schema([("url_id", pa.int64())] + [(f"h{i}", pa.int32()) for i in range(4)])
+    p = resolve(Params(num_perm=8, k=2, l=2, threshold=0.5), True)
+    with pytest.raises(StageError, match="h4"):
+        run_stage(tmp_path, "pairs", p, TABLES | {"signatures": signatures}, {"signatures": schema})
+
+
 def test_the_integer_difference_only_where_it_cannot_overflow(tmp_path, monkeypatch):
     """The runner takes h_u - h_v as INTEGER (faster) only when the signatures' Parquet statistics show it
     fits: the pipeline's min-hashes in [0, 2^31) do; both signs far apart, or no statistics, do not. Both
