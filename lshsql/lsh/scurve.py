@@ -86,8 +86,9 @@ def choose_num_perm(
     sampled URLs' signatures at each m (`histogram_of(m)`): the work of its cheapest (k, l)
     (choose_kl_for_sample) plus POSITION_COST per min-hash of each URL. A longer signature is taken only
     when its work is at most NUM_PERM_GAIN of the first choice's, and not looked at when its min-hashes and
-    one table alone would cost more. Returns m, its (k, l), and the expected work, in band keys, of each m
-    looked at."""
+    one table alone would cost more. An m whose (k, l) cannot reach the recall is passed over; the
+    ParamError is raised when none can. Returns m, its (k, l), and the expected work, in band keys, of each
+    m looked at."""
     work, tables, unreachable = {}, {}, None
     first = NUM_PERM_CHOICES[0]
     for m in NUM_PERM_CHOICES:

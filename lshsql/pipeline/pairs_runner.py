@@ -66,7 +66,8 @@ def run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
 def _near_share(engine: Engine, work: Path, params: Params, n_urls: int) -> float:
     """The share of URLs whose full signature rows the stage joins (batching.near_share): their candidates
     pass the lanes' bound at the rate scurve.lanes_pass_rate expects from the planner's sample of the
-    signatures (sample_signatures, as the buckets stage plans from)."""
+    signatures (sample_signatures, as the buckets stage plans from). Near-duplicates too rare among the
+    sample's random pairs to be seen in it are not counted: where most URLs have one, a block spills."""
     path, sample = output_path(work, "signatures"), None
     if (signature_width(path) or 0) >= params.num_perm:  # narrower: the stage's own error says so
         with engine.local_duckdb() as con:
@@ -96,8 +97,12 @@ def _pairs(
             "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), count(*) from signatures"
         )
         span = last - first + 1
-        n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, 1.0))
-        if n_ranges > 1:  # blocks even if every URL's full row is joined: how many depends on how few are
+        most, fewest = (
+            batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
+            for share in (1.0, 0.0)
+        )
+        n_ranges = most
+        if most > fewest:  # how many URLs meet their full rows decides how many ranges: estimate it
             share = _near_share(engine, work, params, n_urls)
             n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
     file = sql_file(stage, params)
