@@ -46,6 +46,9 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+MASTER_ATTEMPTS = 3  # starts of the master, each on ports free when it is started
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now."""
     with socket.socket() as s:
@@ -179,7 +182,7 @@ def _wait(what: str, ready, cluster: Cluster, seconds: float) -> None:
         try:
             if ready():
                 return
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or not a JSON page (another server on the port)
             pass
         time.sleep(0.3)
     tails = {
@@ -193,19 +196,29 @@ def start(root: Path, workers: int = 2, cores: int = 1, memory: str = "1g", port
     and `memory` each; return when all are registered (by the master's JSON page). Stops what it started
     if any part fails, and registers `stop` with atexit."""
     root.mkdir(parents=True, exist_ok=True)
-    port = port or free_port()
-    web_port = free_port()
-    cluster = Cluster(root, f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}")
+    cluster = Cluster(root, "", "")
     atexit.register(stop, cluster)
     _exit_on_sigterm()
     try:
-        _spawn(
-            cluster,
-            "master",
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(web_port), "--properties-file", str(_master_properties(root))],
-        )  # fmt: skip
-        _wait("master", lambda: master_state(cluster).get("status") == "ALIVE", cluster, 180)
+        for attempt in range(1, MASTER_ATTEMPTS + 1):
+            # a port free_port() found may be taken before the master binds it (another test's Spark):
+            # the master then exits (_master_properties) and starts again on other ports
+            master_port, web_port = port or free_port(), free_port()
+            cluster.master_url = f"spark://127.0.0.1:{master_port}"
+            cluster.web_url = f"http://127.0.0.1:{web_port}"
+            master = _spawn(
+                cluster,
+                "master",
+                ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
+                 "--webui-port", str(web_port), "--properties-file", str(_master_properties(root))],
+            )  # fmt: skip
+            try:
+                _wait("master", lambda: master_state(cluster).get("status") == "ALIVE", cluster, 180)
+                break
+            except RuntimeError:
+                if master.poll() is None or attempt == MASTER_ATTEMPTS:
+                    raise
+                cluster.processes.remove(master)
         for number in range(1, workers + 1):
             _spawn(
                 cluster,
@@ -232,10 +245,12 @@ def _exit_on_sigterm() -> None:
 
 
 def _master_properties(root: Path) -> Path:
-    """The master's settings: no REST submission server (it would listen on another port)."""
+    """The master's settings: no REST submission server (it would listen on another port), and no other
+    port than the ones it is given."""
     path = root / "conf" / "master.properties"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("spark.master.rest.enabled false\n")
+    # no retry on the next port when one is taken: the master must serve the pages where start() looks
+    path.write_text("spark.master.rest.enabled false\nspark.port.maxRetries 0\n")
     return path
 
 

@@ -83,3 +83,22 @@ def test_run_on_a_standalone_cluster_gives_duckdbs_rows(cluster, tmp_path):
     again = lshsql("run", "crawl.warc.gz", "--work", "spark", "--threshold", "0.3", "--buckets", "2")
     assert again.returncode == 0, again.stderr
     assert "files read" not in again.stderr and again.stdout.count("up to date") == 11, again.stdout
+
+
+def test_a_master_whose_web_port_was_taken_starts_on_others(tmp_path, monkeypatch):
+    """A port free_port() found may be taken before the master binds it (another test's Spark UI): the
+    master exits rather than serve its pages on the next port, where start() would not look, and start()
+    starts it again on other ports."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        real = spark_cluster.free_port
+        ports = iter([real(), port])  # the master's port, then its web UI's: taken
+        monkeypatch.setattr(spark_cluster, "free_port", lambda: next(ports, None) or real())
+        with spark_cluster.running(tmp_path / "c", workers=1, cores=1, memory="1g") as started:
+            assert not started.web_url.endswith(f":{port}")
+            assert len(spark_cluster.alive_workers(started)) == 1
+            assert len(started.processes) == 2  # the master that exited is not stopped again
