@@ -65,14 +65,15 @@ def resolve(params: Params, whole_sets: bool) -> Params:
 def reachable_num_perm(params: Params) -> int:
     """The first m of NUM_PERM_CHOICES whose closed-form (k, l) reach the recall at the threshold (the
     planner's m without a sample to choose by); the last one's ParamError when none does."""
-    for m in NUM_PERM_CHOICES:
+    *shorter, longest = NUM_PERM_CHOICES
+    for m in shorter:
         try:
             with_tables(replace(params, num_perm=m))
             return m
         except ParamError:
-            if m == NUM_PERM_CHOICES[-1]:
-                raise
-    raise AssertionError("NUM_PERM_CHOICES is not empty")
+            pass
+    with_tables(replace(params, num_perm=longest))
+    return longest
 
 
 def choose_num_perm(

@@ -155,9 +155,8 @@ def _run(
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
                 params = _plan_tables(stage_engine, work, params)
                 summary.params = params
-            if (
-                stage.name == "buckets" and params.k is None
-            ):  # no pairs of signatures sampled: the closed form's
+            # no pairs of signatures sampled: the closed form's
+            if stage.name == "buckets" and params.k is None:
                 params = summary.params = scurve.with_tables(params)
             vocabulary = None
             if stage.name == "bags" and params.freeze_idf:
