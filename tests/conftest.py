@@ -94,8 +94,14 @@ def example_run_two(tmp_path_factory) -> Path:
 
 
 def copy_work(source: Path, dest: Path) -> Path:
-    """A copy of a work folder at `dest`, as a user makes one (its catalog names files by relative path)."""
-    shutil.copytree(source, dest)
+    """A copy of a work folder at `dest`, as a user makes one (its catalog names files by relative path).
+    DIR/tmp is left out: a command another test runs on the shared folder makes and removes its spill
+    folder there, which a copy made meanwhile would find gone."""
+
+    def spill(folder: str, names: list[str]) -> list[str]:
+        return ["tmp"] if Path(folder) == source else []
+
+    shutil.copytree(source, dest, ignore=spill)
     return dest
 
 

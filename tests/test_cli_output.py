@@ -170,6 +170,21 @@ def test_query_without_a_statement_is_one_line(tmp_path, sql, lshsql_command):
     assert one_line_error(result) == "lshsql: error: no SQL statement given"
 
 
+def test_a_query_of_term_counts_after_its_bags_table_moved_names_the_file(tmp_path, lshsql_command):
+    rows = [{"url": f"https://{host}.example/", "term": term} for host in "ab" for term in "xyz"]
+    rows += [{"url": "https://c.example/", "term": term} for term in "vw"]  # so that x, y, z have idf > 0
+    table = write_table(tmp_path / "t.parquet", rows)
+    work = tmp_path / "w"
+    assert lshsql_command("run", "--bags", str(table), "--work", str(work), "-q").returncode == 0
+    table.rename(tmp_path / "moved.parquet")
+    result = lshsql_command("query", "select count(*) from term_counts", "--work", str(work))
+    expected = f"{table}: no such file; term_counts of {work} is a view of this --bags table"
+    assert one_line_error(result) == f"lshsql: error: {expected}"
+    result = lshsql_command("query", "select count(*) from pairs", "--work", str(work), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["count_star()", "1"]
+
+
 def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path, lshsql_command):
     sql = "create temp table x as select 1"
     result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "csv")

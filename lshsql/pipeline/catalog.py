@@ -108,9 +108,10 @@ def _literal(text: str) -> str:
 
 
 def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Exception]:
-    """A view for every output the work folder has (an output not made yet, or a --bags table that is gone,
-    simply has none). Returns the outputs that cannot be read, with the error: a file DuckDB could not open
-    (a truncated file), or the tables of an extraction that is not whole (an InputError saying so). The
+    """A view for every output the work folder has (an output not made yet simply has none). Returns the
+    outputs that cannot be read, with the error: a file DuckDB could not open (a truncated file), the tables
+    of an extraction that is not whole, or term_counts when the --bags table it is a view of is gone (an
+    InputError saying so). The
     catalog is DuckDB's (a connection of one's own, DIR/lshsql.duckdb), so `con` is a DuckDB connection."""
     engine = DuckDBEngine(con)
     unopened: dict[str, Exception] = {}
@@ -123,7 +124,9 @@ def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Ex
             continue
         try:
             register(engine, work, (relation,))
-        except (InputError, StageError):
+        except (InputError, StageError) as e:
+            if relation == "term_counts" and isinstance(e, InputError) and user_bags_source(work):
+                unopened[relation] = InputError(f"{e}; term_counts of {work} is a view of this --bags table")
             continue
         except duckdb.Error as e:
             unopened[relation] = e

@@ -173,7 +173,7 @@ def count_user_bags(engine: Engine) -> dict[str, int]:
     """The usable rows of user_bags and, per reason, the rows that cannot be used. A table whose Parquet
     statistics rule out every unusable row is counted from its metadata, without a scan; otherwise one
     scan counts by reason."""
-    names = ("rows", "null_url", "null_term", "weight_not_positive", "weight_not_finite")
+    names = ("rows", "null_url", "null_term", "null_weight", "weight_not_positive", "weight_not_finite")
     finite = f"weight < {INFINITY}"  # user_bags has NaN as infinity
     unusable = f"url is null or term is null or not coalesce(weight > 0 and {finite}, false)"
     if not engine.scalar(f"select count(*) from user_bags where {unusable}"):
@@ -184,7 +184,8 @@ def count_user_bags(engine: Engine) -> dict[str, int]:
             f"select count(*) filter (where {named} and weight > 0 and {finite}), "
             "count(*) filter (where url is null), "
             "count(*) filter (where url is not null and term is null), "
-            f"count(*) filter (where {named} and not coalesce(weight > 0, false)), "
+            f"count(*) filter (where {named} and weight is null), "
+            f"count(*) filter (where {named} and weight <= 0), "
             f"count(*) filter (where {named} and weight > 0 and not {finite}) "
             "from user_bags"
         )

@@ -258,6 +258,7 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
             {"url": None, "term": "x", "weight": 1.0},
             {"url": "u2", "term": None, "weight": 1.0},
             {"url": "u2", "term": "z", "weight": 0.0},
+            {"url": "u2", "term": "w", "weight": None},
         ],
     )
     summary = run(
@@ -267,8 +268,10 @@ def test_user_bags_are_summed_and_bad_rows_counted(tmp_path):
         only=("term_counts", "urls", "terms", "bags"),
     )
     entry = json.loads((tmp_path / "w" / "manifest.json").read_text())["stages"]["term_counts"]
-    assert entry["rows_skipped"] == {"null_url": 1, "null_term": 1, "weight_not_positive": 1}
-    assert "term_counts: 3 rows skipped (null_url 1, null_term 1, weight_not_positive 1)" in summary.lines()
+    skipped = {"null_url": 1, "null_term": 1, "null_weight": 1, "weight_not_positive": 1}
+    assert entry["rows_skipped"] == skipped
+    line = "term_counts: 4 rows skipped (null_url 1, null_term 1, null_weight 1, weight_not_positive 1)"
+    assert line in summary.lines()
     # term_counts is a view of the user's table, not a copy; the bags stage adds up the repeated rows
     assert entry["view"] and not (tmp_path / "w" / "term_counts.parquet").exists()
     rows = run_stage(tmp_path / "w", "bags", resolve(Params(weighting="none", min_df=1, max_df=1.0), True))
