@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lshsql.imports import pyarrow_without_pandas
+
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
+
+pyarrow_without_pandas()  # in the `lshsql` command and its workers: nothing here converts through pandas
 
 COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     "pages": [
@@ -454,6 +458,15 @@ def validate(path, table: str) -> None:
 
 def _brief(schema_: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema_)
+
+
+def read(path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """A Parquet file's table (or the `columns` of it). pq.read_table would import pyarrow.dataset, which
+    imports pandas where it is installed: a cost no read of one file needs."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as parquet:
+        return parquet.read(columns=columns)
 
 
 def streamed(path: str | Path) -> pq.ParquetFile:

@@ -431,6 +431,36 @@ def test_a_run_on_bags_does_not_import_pandas(tmp_path):
     assert (tmp_path / "work" / "reuse" / "signatures_digests.parquet").exists()  # the pass that read bags
 
 
+COMMANDS_WITHOUT_PANDAS = """
+import sys
+from lshsql.cli import main
+for argv in {argvs!r}:
+    sys.argv = ["lshsql", *argv]
+    try:
+        main()
+    except SystemExit as e:
+        assert not e.code, (argv, e.code)
+print("pandas" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed here")
+def test_extraction_and_a_run_of_a_crawl_do_not_import_pandas(tmp_path):
+    """pyarrow imports pandas, where installed, at its first conversion of Python values (the extraction's
+    raw rows), on reading a file by pq.read_table, and in most to_numpy calls (the template cut's arrays, the
+    validity of the signatures stage's copies): the command does none of these through pandas. The example
+    crawl has template links to cut, and bags whose copies are all 1 (a null list of copies)."""
+    work = tmp_path / "w"
+    argvs = [
+        ["extract", str(EXAMPLE_CRAWL), "--work", str(work), "--threads", "2", "-q"],
+        ["run", "--work", str(work), "-q"],
+    ]
+    code = COMMANDS_WITHOUT_PANDAS.format(argvs=argvs)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "False"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed here")
 def test_the_kernels_start_without_scipy_linalg_in_the_command_only(tmp_path):
     """numba looks for SciPy's BLAS as it loads its numpy support, importing scipy.linalg where SciPy is

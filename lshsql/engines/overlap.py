@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lshsql.engines.arrays import valid_rows
 from lshsql.engines.jit import njit
 
 
@@ -65,7 +66,7 @@ def _offsets_and_valid(array: pa.Array, large: bool) -> tuple[np.ndarray, np.nda
     n = len(array)
     width = np.int64 if large else np.int32
     offsets = np.frombuffer(array.buffers()[1], dtype=width)[array.offset : array.offset + n + 1]
-    valid = np.ones(n, np.bool_) if not array.null_count else np.asarray(array.is_valid(), dtype=np.bool_)
+    valid = np.ones(n, np.bool_) if not array.null_count else valid_rows(array)
     return offsets.astype(np.int64), valid
 
 

@@ -23,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
+from lshsql.engines.arrays import integer_array
+
 
 def term_hash(terms: pa.Array) -> pa.Array:
     """xxh64 of each term's UTF-8 bytes, shifted right once so it is a non-negative BIGINT."""
@@ -37,40 +39,6 @@ def term_hash(terms: pa.Array) -> pa.Array:
         else None
     )
     return integer_array(values, valid)
-
-
-def integer_values(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
-    """An integer Arrow array's values (any value where null) and validity (None: no nulls) as numpy, read
-    from its buffers. pyarrow's own conversions (to_numpy, pa.array) import pandas when it is installed: 0.25
-    s of every run's first UDF call. Other types (Spark's pandas path passes float64) are converted."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if not pa.types.is_integer(array.type):
-        values = array.to_numpy(zero_copy_only=False)
-        return values, None if not array.null_count else ~np.isnan(values)
-    dtype = _numpy_dtype(array.type)
-    start, n = array.offset, len(array)
-    data = array.buffers()[1]
-    values = np.frombuffer(data, dtype=dtype)[start : start + n] if data is not None else np.zeros(n, dtype)
-    valid = None
-    if array.null_count:
-        bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8), bitorder="little")
-        valid = bits[start : start + n].astype(bool)
-    return values, valid
-
-
-def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
-    signed = pa.types.is_signed_integer(arrow_type)
-    return np.dtype(f"{'i' if signed else 'u'}{arrow_type.bit_width // 8}")
-
-
-def integer_array(values, valid: np.ndarray | None = None, arrow_type: pa.DataType | None = None) -> pa.Array:
-    """An integer Arrow array (BIGINT unless `arrow_type` says) from numpy or Python values, null where
-    `valid` is False. Built from buffers: see integer_values."""
-    arrow_type = arrow_type or pa.int64()
-    values = np.ascontiguousarray(values, dtype=_numpy_dtype(arrow_type))
-    bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(arrow_type, len(values), [bitmap, pa.py_buffer(values)])
 
 
 def url_unit(url_values: pa.Array, units: pa.Array) -> pa.Array:

@@ -120,7 +120,7 @@ def next_run(stages: dict, history: Path) -> int:
     """This run's number: one more than the last the manifest recorded (or the history holds)."""
     recorded = stages.get("clusters", {}).get("run")
     if recorded is None and history.exists():
-        runs = pq.read_table(history, columns=["run"]).column("run")
+        runs = schemas.read(history, columns=["run"]).column("run")
         recorded = max(runs.to_pylist(), default=0)
     return int(recorded or 0) + 1
 

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lshsql.engines import udf
+from lshsql.engines.arrays import integer_array
 
 if TYPE_CHECKING:
     from lshsql.params import Params
@@ -49,7 +49,7 @@ def oph_salt(seed: int) -> int:
 def oph_family(seed: int, num_perm: int) -> pa.Table:
     """One row: the bins m and the salt of the one-permutation sketch (for the record and for users)."""
     return pa.Table.from_arrays(
-        [udf.integer_array([num_perm]), udf.integer_array([oph_salt(seed)])], ["bins", "salt"]
+        [integer_array([num_perm]), integer_array([oph_salt(seed)])], ["bins", "salt"]
     )
 
 
@@ -64,7 +64,7 @@ def coefficients(seed: int, num_perm: int) -> pa.Table:
     pairs = coefficient_pairs(seed, num_perm)
     columns = {f"a{i}": [a] for i, (a, _) in enumerate(pairs)}
     columns |= {f"b{i}": [b] for i, (_, b) in enumerate(pairs)}
-    return pa.Table.from_arrays([udf.integer_array(values) for values in columns.values()], list(columns))
+    return pa.Table.from_arrays([integer_array(values) for values in columns.values()], list(columns))
 
 
 def lsh_tables(params: Params) -> list[list[int]]:
@@ -87,7 +87,7 @@ def lsh_tables_table(tables: list[list[int]]) -> pa.Table:
     """lsh_tables(band, slot, hash_index) as a table, for the record and for users."""
     rows = [(band, slot, index) for band, indices in enumerate(tables) for slot, index in enumerate(indices)]
     names = ("band", "slot", "hash_index")
-    arrays = [udf.integer_array([r[i] for r in rows], arrow_type=pa.int32()) for i in range(len(names))]
+    arrays = [integer_array([r[i] for r in rows], arrow_type=pa.int32()) for i in range(len(names))]
     return pa.Table.from_arrays(arrays, list(names))
 
 

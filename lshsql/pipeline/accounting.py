@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from lshsql import schemas, sqlfiles
-from lshsql.engines import udf
+from lshsql.engines.arrays import integer_values
 from lshsql.errors import StageError
 from lshsql.params import Params
 
@@ -97,7 +97,7 @@ def ordered_keys(path: Path, key: tuple[str, ...], batch_rows: int = 1 << 20) ->
 
 
 def _key_values(column: pa.Array) -> np.ndarray:
-    """A key column as numpy; integers without nulls read from their buffers (see udf.integer_values)."""
+    """A key column as numpy; integers without nulls read from their buffers (see integer_values)."""
     if pa.types.is_integer(column.type) and not column.null_count:
-        return udf.integer_values(column)[0]
+        return integer_values(column)[0]
     return column.to_numpy(zero_copy_only=False)

@@ -51,7 +51,7 @@ def ensure(work: Path, describing: dict) -> Path:
     terms = output_path(work, "terms")
     if "n_urls" not in pq.read_schema(terms).names:
         raise ParamError(f"--freeze-idf: {terms} has no n_urls column; run again with --force")
-    table = pq.read_table(terms, columns=["term_hash", "n_urls"])
+    table = schemas.read(terms, columns=["term_hash", "n_urls"])
     n_urls = pq.ParquetFile(output_path(work, "urls")).metadata.num_rows
     corpus = pa.array([n_urls] * table.num_rows, pa.int64())
     schema = schemas.schema("frozen_idf").with_metadata({META: json.dumps(describing, sort_keys=True)})

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lshsql import __version__, manifest, schemas, sqlfiles
-from lshsql.engines import udf
+from lshsql.engines.arrays import integer_values
 from lshsql.engines.base import Engine
 from lshsql.errors import InputError
 from lshsql.params import Params
@@ -115,7 +115,7 @@ def _values(column: pa.Array, name: str, work: Path) -> np.ndarray:
     if column.null_count:
         raise InputError(f"{output_path(work, 'bags')}: its column {name} holds nulls")
     if pa.types.is_integer(column.type):
-        return udf.integer_values(column)[0]
+        return integer_values(column)[0]
     if pa.types.is_float64(column.type):
         start = column.offset
         return np.frombuffer(column.buffers()[1], dtype=np.float64)[start : start + len(column)]

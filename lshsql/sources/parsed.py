@@ -194,7 +194,7 @@ def _used(pages: Path) -> int:
     """The records of a raw pages table not skipped while read (what ingest --limit counts)."""
     if not pages.exists():
         return 0
-    skip = pq.read_table(pages, columns=["skip_reason"]).column(0)
+    skip = schemas.read(pages, columns=["skip_reason"]).column(0)
     return skip.null_count
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lshsql import schemas, sqlfiles
+from lshsql.engines.arrays import boolean_values, integer_values
 from lshsql.engines.base import Engine
 from lshsql.sources.parse import PAGE_BLOCKS_SCHEMA, PAGE_BLOCKS_TABLE
 
@@ -48,12 +49,11 @@ def trim_fragments(raw_dir: Path, template_blocks: Path, mode: str) -> list[str]
     """Cut every raw anchor fragment under raw_dir by the template blocks, a batch at a time, into a
     fragments-cut.parquet beside each fragments.parquet (removed); returns the raw fragment files to read."""
     files = sorted(raw_dir.glob("**/fragments.parquet"))
-    table = pq.read_table(template_blocks, columns=["block", "targets"])
+    table = schemas.read(template_blocks, columns=["block", "targets"])
     if mode == "keep" or table.num_rows == 0:
         return [str(path) for path in files]
-    blocks = np.sort(table.column("block").to_numpy())
-    one_target = pc.filter(table.column("block"), pc.equal(table.column("targets"), 1)).to_numpy()
-    named = np.sort(one_target)
+    block, targets = (integer_values(table.column(name))[0] for name in ("block", "targets"))
+    blocks, named = np.sort(block), np.sort(block[targets == 1])
     cut = []
     for path in files:
         cut.append(path.with_name("fragments-cut.parquet"))
@@ -107,7 +107,8 @@ def trim_batch(
 
 
 def _numpy(array: pa.Array) -> np.ndarray:
-    return array.to_numpy(zero_copy_only=False)
+    """An integer or boolean array without nulls as numpy (engines/arrays.py: not through pandas)."""
+    return boolean_values(array) if pa.types.is_boolean(array.type) else integer_values(array)[0]
 
 
 def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:

@@ -175,7 +175,7 @@ def removed(work: str | Path) -> pa.Table:
     path = Path(work) / "duplicates.parquet"
     if not path.exists():
         raise InputError(f"{work}: no duplicates.parquet: run `lshsql dedup` with --work {work} first")
-    table = pq.read_table(path, columns=list(dedup_output.REMOVED_COLUMNS))
+    table = schemas.read(path, columns=list(dedup_output.REMOVED_COLUMNS))
     return table.filter(pc.not_equal(table.column("reason"), "kept"))
 
 

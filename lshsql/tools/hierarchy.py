@@ -182,9 +182,9 @@ def hierarchy(
             table="merges",
         )
     schemas.validate(merges_path, "merges")
-    signatures = pq.read_table(pipeline.input_paths(work, "signatures"), columns=["url_id"])
+    signatures = schemas.read(pipeline.input_paths(work, "signatures"), columns=["url_id"])
     leaves = np.sort(signatures["url_id"].to_numpy())
-    table = pq.read_table(merges_path)
+    table = schemas.read(merges_path)
     cluster_tree = tree.single_link_tree(
         leaves,
         table["u_id"].to_numpy(),

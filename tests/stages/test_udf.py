@@ -6,7 +6,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from lshsql.engines import minhash, udf
+from lshsql.engines import arrays, minhash, udf
 from lshsql.engines.minhash import PRIME
 
 # Golden vectors: computed once from the definitions in lshsql/engines/udf.py. If one of these changes, every
@@ -68,21 +68,21 @@ def test_hashes_do_not_depend_on_pythonhashseed():
 
 def test_integer_values_read_slices_nulls_and_chunks():
     array = pa.array([5, None, -3, 7, None, 9], type=pa.int32()).slice(1, 4)  # None, -3, 7, None
-    values, valid = udf.integer_values(array)
+    values, valid = arrays.integer_values(array)
     assert values.dtype == np.int32 and valid.tolist() == [False, True, True, False]
     assert values[valid].tolist() == [-3, 7]
-    values, valid = udf.integer_values(pa.chunked_array([pa.array([1, 2]), pa.array([3])]))
+    values, valid = arrays.integer_values(pa.chunked_array([pa.array([1, 2]), pa.array([3])]))
     assert values.tolist() == [1, 2, 3] and valid is None
-    values, _ = udf.integer_values(pa.array([2**64 - 1], type=pa.uint64()))
+    values, _ = arrays.integer_values(pa.array([2**64 - 1], type=pa.uint64()))
     assert values.tolist() == [2**64 - 1]
-    values, valid = udf.integer_values(pa.array([1.0, None]))  # Spark's pandas path: float64 with NaN
+    values, valid = arrays.integer_values(pa.array([1.0, None]))  # Spark's pandas path: float64 with NaN
     assert values[0] == 1.0 and valid.tolist() == [True, False]
 
 
 def test_integer_array_round_trips_with_nulls():
-    got = udf.integer_array(np.array([4, 0, 6]), np.array([True, False, True]), pa.int32())
+    got = arrays.integer_array(np.array([4, 0, 6]), np.array([True, False, True]), pa.int32())
     assert got.type == pa.int32() and got.to_pylist() == [4, None, 6]
-    assert udf.integer_array([1, 2]).to_pylist() == [1, 2] and udf.integer_array([]).to_pylist() == []
+    assert arrays.integer_array([1, 2]).to_pylist() == [1, 2] and arrays.integer_array([]).to_pylist() == []
 
 
 def test_minhash_of_a_null_or_empty_bag_is_null():
