@@ -32,8 +32,12 @@ def pyarrow_without_pandas() -> None:
         return
     from pyarrow.lib import _pandas_api
 
-    with hidden(("pandas",)):
+    finder = _Refuse(frozenset({"pandas"}))
+    sys.meta_path.insert(0, finder)
+    try:
         _pandas_api.have_pandas  # noqa: B018 - the look, made once per process
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def only_lshsql() -> bool:
@@ -44,23 +48,21 @@ def only_lshsql() -> bool:
 @contextlib.contextmanager
 def hidden(names: tuple[str, ...]) -> Iterator[None]:
     """In a process that runs only lshsql, the modules `names` not imported yet raise ImportError for the
-    duration (the importer then falls back as where they are not installed); elsewhere, nothing changes.
-    They are refused by a finder rather than a None in sys.modules, which compiled importers (pyarrow's)
-    take for the module itself."""
-    refused = frozenset(name for name in names if name not in sys.modules) if _only_lshsql else frozenset()
-    if not refused:
-        yield
-        return
-    finder = _Refuse(refused)
-    sys.meta_path.insert(0, finder)
+    duration (the importer then falls back as where they are not installed); elsewhere, nothing changes."""
+    names_hidden = [name for name in names if name not in sys.modules] if _only_lshsql else []
+    for name in names_hidden:
+        sys.modules[name] = None  # an import of it raises ImportError
     try:
         yield
     finally:
-        sys.meta_path.remove(finder)
+        for name in names_hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 class _Refuse(importlib.abc.MetaPathFinder):
-    """A finder that refuses the import of the named modules, as if they were not installed."""
+    """A finder that refuses the import of the named modules, as if they were not installed: for a
+    compiled importer (pyarrow's), which takes a None in sys.modules (hidden) for the module itself."""
 
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
