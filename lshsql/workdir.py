@@ -106,11 +106,12 @@ def remove_leftovers(work: Path) -> None:
 
 def _remove_dead_spill(spill: Path) -> None:
     for entry in spill.iterdir():
-        if not (entry.is_dir() and entry.name.isdigit() and _alive(int(entry.name))):
+        if not (entry.is_dir() and entry.name.isdigit() and alive(int(entry.name))):
             _remove(entry)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether the process `pid` still runs (this one does)."""
     if pid == os.getpid():
         return True
     try:

@@ -224,18 +224,25 @@ def _scan_arrow(
     schema = arrow_schema(source)
     if text_column not in schema.names:
         raise missing_text_column(source.path, text_column, schema.names)
-    text_type = schema.field(text_column).type
-    if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)):
-        raise InputError(f"{source.path}: column '{text_column}' is {text_type}, not text")
+    text_type = _text_type(schema.field(text_column).type)
+    if text_type is None:
+        raise InputError(
+            f"{source.path}: column '{text_column}' is {schema.field(text_column).type}, not text"
+        )
     if keep_column and keep_column not in schema.names:
         raise InputError(
             f"{source.path}: no column '{keep_column}' to keep by (found: {', '.join(schema.names)})"
         )
+    for column, role in ((id_column, "an id"), (keep_column, "a column to keep by")):
+        if column and column in schema.names and not _is_scalar(schema.field(column).type):
+            raise InputError(
+                f"{source.path}: column '{column}' is {schema.field(column).type}; {role} is text or a number"
+            )
     wanted = [c for c in dict.fromkeys([id_column, text_column, keep_column]) if c and c in schema.names]
     ord_ = 1
     for batch in _arrow_batches(source, wanted):
         n = batch.num_rows
-        text = batch.column(text_column)
+        text = batch.column(text_column).cast(text_type)
         ids = batch.column(id_column) if id_column in wanted else pa.nulls(n)
         keep = batch.column(keep_column) if keep_column else pa.nulls(n)
         reasons = pa.array(["no_text" if null else None for null in text.is_null().to_pylist()], pa.string())
@@ -244,6 +251,32 @@ def _scan_arrow(
             names=["ord", "id", "text", "keep", "skip_reason"],
         )
         ord_ += n
+
+
+def _text_type(arrow_type: pa.DataType) -> pa.DataType | None:
+    """The text type a text column is read as (a dictionary of text as its text, a string view as string),
+    None for a column that does not hold text."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return arrow_type
+    is_view = getattr(pa.types, "is_string_view", None)  # pyarrow 16 and later
+    return pa.string() if is_view is not None and is_view(arrow_type) else None
+
+
+def _is_scalar(arrow_type: pa.DataType) -> bool:
+    """Whether a column's values read as one text each (an id, a value to keep by): text, a number, a
+    boolean or a time; not a list, struct, map or bytes that may not be text."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return _text_type(arrow_type) is not None or (
+        pa.types.is_integer(arrow_type)
+        or pa.types.is_floating(arrow_type)
+        or pa.types.is_decimal(arrow_type)
+        or pa.types.is_boolean(arrow_type)
+        or pa.types.is_temporal(arrow_type)
+        or pa.types.is_null(arrow_type)
+    )
 
 
 def _arrow_batches(source: CorpusSource, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:

@@ -40,6 +40,11 @@ from lshsql.tools.dedup_read import read_all
 URL_DIGITS = 12
 KEEP_POLICIES = ("first", "longest")
 STAGES_RUN = ("buckets", "candidates", "bucket_sizes", "pairs", "clusters")
+# The tables a dedup writes in its work folder (DIR/<name>.parquet), what a dedup in it again removes first
+WRITTEN = frozenset(
+    ("records", "documents", "urls", "bags", "signatures", *STAGES_RUN)
+    + ("cluster_history", "cluster_labels", "duplicates")
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class DedupParams:
         for ok, message in checks:
             if not ok:
                 raise ParamError(message)
+        self.run_params()  # the stages' checks (num_perm, seed) before any document is read
 
     @property
     def keep_column(self) -> str | None:
@@ -207,9 +213,7 @@ def dedup_files(
     work = Path(work)
     data = _as_inputs(inputs)
     sources = _inputs_apart(data, corpus.resolve_corpus(data), work, [out, removed])
-    for path in (out, removed):
-        if path is not None:
-            dedup_output.check_format(path)
+    dedup_output.check_outputs(out, removed)
     if against is not None and Path(against).resolve() == work.resolve():
         raise InputError(f"{work}: --against names the work folder itself: give the new dedup another one")
     earlier = earlier_index(Path(against), params) if against is not None else None
@@ -223,6 +227,9 @@ def dedup_files(
         # no terms to label clusters with: an empty table, so `lshsql clusters` lists them unlabelled
         pq.write_table(schemas.schema("cluster_labels").empty_table(), work / "cluster_labels.parquet")
         stats = _decide(work, resources)
+        if not stats["kept"] and not stats["removed"]:  # every record skipped: no KEPT file of nothing
+            reasons = ", ".join(f"{n} {reason}" for reason, n in stats["skipped"].items())
+            raise InputError(f"no usable document among {stats['records_read']} records ({reasons})")
         data = manifest.read(work)
         data["dedup"] = {
             "params": asdict(params),
@@ -247,10 +254,12 @@ def _inputs_apart(
     """The sources without what this dedup writes: a folder given as input may hold an earlier run's work
     folder and outputs (set aside); an output named as an input is an error."""
     written = {Path(p).resolve() for p in outputs if p is not None}
+    inside = work.resolve()
     for path in given if isinstance(given, list) else []:
         if Path(path).resolve() in written:
             raise InputError(f"{path}: is an input and an output of this dedup: name another output")
-    inside = work.resolve()
+        if inside in Path(path).resolve().parents and Path(path).is_file():
+            raise InputError(f"{path}: is inside the work folder {work}, which dedup rewrites: move it out")
     kept = []
     for source in sources:
         path = Path(source.path).resolve()
@@ -262,11 +271,18 @@ def _inputs_apart(
 
 
 def _check_work_folder(work: Path) -> None:
-    """A dedup rewrites its work folder: refuse one that holds a crawl's or a corpus's run instead."""
+    """A dedup rewrites its work folder: refuse one that holds a crawl's or a corpus's run instead, or
+    files of the user's (a folder that is not empty and not an lshsql work folder)."""
     data = manifest.read(work) if work.is_dir() else {}
     if data.get("stages") and "dedup" not in data:
         raise InputError(
             f"{work}: holds the run of a crawl or of `lshsql run`; give dedup a work folder of its own"
+        )
+    ours = {workdir.LOCK, "tmp"}  # the lock just taken, a spill folder
+    if not (work / manifest.MANIFEST).exists() and any(path.name not in ours for path in work.iterdir()):
+        raise InputError(
+            f"{work}: is not empty and not an lshsql work folder; dedup rewrites its work folder: give it a "
+            "new or empty one"
         )
 
 
@@ -282,7 +298,8 @@ def _clear(work: Path) -> None:
     """Remove an earlier dedup's tables and start a manifest marked as an unfinished dedup: a dedup always
     reads its input again, and a folder it was interrupted in is still its own (`--against` refuses it)."""
     for path in work.glob("*.parquet"):
-        path.unlink()
+        if path.stem in WRITTEN:
+            path.unlink()
     manifest.write(work, {"stages": {}, "dedup": {"unfinished": True}})
 
 

@@ -10,7 +10,9 @@ the types DuckDB's read_json infers.
 
 from __future__ import annotations
 
+import glob
 import gzip
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from lshsql import workdir
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
 from lshsql.sources import corpus
@@ -48,12 +51,21 @@ def format_of(path: str | Path) -> str | None:
     return next((fmt for suffix, fmt in FORMATS.items() if name.endswith(suffix)), None)
 
 
-def check_format(path: str | Path) -> None:
-    """InputError for an output name whose format is not known, before any work is done."""
-    if format_of(path) is None:
-        raise InputError(f"{path}: name the output .jsonl, .jsonl.gz, .parquet or .csv")
-    if Path(path).is_dir():
-        raise InputError(f"{path}: is a folder; name a file")
+def check_outputs(out: str | Path | None, removed: str | Path | None) -> None:
+    """InputError, before any work is done, for an output name whose format is not known, one that is a
+    folder or in a folder that cannot be written, or the kept and the removed documents named alike."""
+    for path in (p for p in (out, removed) if p is not None):
+        if format_of(path) is None:
+            raise InputError(f"{path}: name the output .jsonl, .jsonl.gz, .parquet or .csv")
+        if Path(path).is_dir():
+            raise InputError(f"{path}: is a folder; name a file")
+        folder = Path(path).parent
+        if not folder.is_dir():
+            raise InputError(f"{path}: no such folder {folder}")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError(f"{path}: the folder {folder} cannot be written")
+    if out is not None and removed is not None and Path(out).resolve() == Path(removed).resolve():
+        raise InputError(f"{out}: names both the kept and the removed documents; give --removed another file")
 
 
 def write_outputs(
@@ -147,7 +159,7 @@ def write_rows(
 ) -> None:
     """The selected rows of every source, in input order, to `path` (complete or absent)."""
     fmt = format_of(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _temporary(path)
     try:
         if fmt == "jsonl" and all(s.kind == "jsonl" for s in sources):
             with _open_text(tmp, str(path)) as f:
@@ -162,9 +174,19 @@ def write_rows(
         raise
 
 
+def _temporary(path: Path) -> Path:
+    """The file this process writes `path` as until it is whole (then renamed into place); such files left
+    beside it by processes that were killed are removed first."""
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = left.name[len(path.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not workdir.alive(int(pid)):
+            left.unlink(missing_ok=True)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
 def _open_text(tmp: Path, name: str):
     if name.lower().endswith(".gz"):
-        return gzip.open(tmp, "wt", encoding="utf-8", newline="\n", compresslevel=6)
+        return io.TextIOWrapper(_gzip(tmp), encoding="utf-8", newline="\n")
     return open(tmp, "w", encoding="utf-8", newline="\n")
 
 
@@ -247,6 +269,42 @@ def _json_as_arrow(
         scratch.unlink(missing_ok=True)
 
 
+class _RowGroups:
+    """Batches written in row groups of corpus.SCAN_ROWS rows (the last one shorter), so a Parquet output
+    has the same bytes whatever the batches its rows came in (they depend on DuckDB's threads)."""
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        self.writer, self.held, self.rows = writer, [], 0
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self.held.append(batch)
+        self.rows += batch.num_rows
+        while self.rows >= corpus.SCAN_ROWS:
+            table = pa.Table.from_batches(self.held)
+            self._write(table.slice(0, corpus.SCAN_ROWS))
+            rest = table.slice(corpus.SCAN_ROWS)
+            self.held, self.rows = rest.to_batches(), rest.num_rows
+
+    def flush(self) -> None:
+        if self.rows:
+            self._write(pa.Table.from_batches(self.held))
+        self.held, self.rows = [], 0
+
+    def _write(self, table: pa.Table) -> None:
+        # one chunk a column: the writer's pages follow the chunks it is given
+        self.writer.write_table(table.combine_chunks(), row_group_size=corpus.SCAN_ROWS)
+
+
+def _check_csv_columns(schema: pa.Schema, name: str) -> None:
+    """A one-line InputError for a column CSV cannot hold (a list, a struct, a map)."""
+    for field in schema:
+        if pa.types.is_nested(field.type):
+            raise InputError(
+                f"the column '{field.name}' ({field.type}) cannot be written to a CSV {name}: "
+                "name it .jsonl or .parquet"
+            )
+
+
 def _write_arrow(
     tmp: Path, fmt: str, name: str, batches: Iterator[pa.RecordBatch], resources: db.Resources
 ) -> None:
@@ -261,13 +319,17 @@ def _write_arrow(
                         db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1))
                     )
                     con.execute("set preserve_insertion_order = true")
-                if fmt == "parquet":
-                    writer = stack.enter_context(pq.ParquetWriter(tmp, schema, compression="zstd"))
+                if fmt == "parquet":  # row groups of fixed size, whatever the batches the readers gave
+                    writer = _RowGroups(
+                        stack.enter_context(pq.ParquetWriter(tmp, schema, compression="zstd"))
+                    )
+                    stack.callback(writer.flush)
                 else:
                     text = stack.enter_context(
                         _open_text(tmp, name) if fmt == "jsonl" else _open_binary(tmp, name)
                     )
                     if fmt == "csv":
+                        _check_csv_columns(schema, name)
                         writer = stack.enter_context(pcsv.CSVWriter(text, schema))
             elif batch.schema != schema:
                 try:
@@ -290,7 +352,20 @@ def _write_arrow(
 
 
 def _open_binary(tmp: Path, name: str):
-    return gzip.open(tmp, "wb", compresslevel=6) if name.lower().endswith(".gz") else open(tmp, "wb")
+    return _gzip(tmp) if name.lower().endswith(".gz") else open(tmp, "wb")
+
+
+def _gzip(tmp: Path) -> gzip.GzipFile:
+    """A gzip file whose header holds neither a file name nor a time, so that equal rows give equal bytes
+    (gzip.open writes the temporary file's name and the time)."""
+    raw = open(tmp, "wb")  # noqa: SIM115 - handed to the gzip file, which closes it
+    try:
+        zipped = gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0)
+    except BaseException:
+        raw.close()
+        raise
+    zipped.myfileobj = raw  # closed with it, as the file gzip.open opens itself
+    return zipped
 
 
 def _to_json(con, batch: pa.RecordBatch) -> list[str]:
@@ -313,7 +388,7 @@ def _write_removed_table(work: Path, path: Path, resources: db.Resources) -> Non
         "csv": "format csv, header true",
         "jsonl": "format json",
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _temporary(path)
     compression = ", compression gzip" if str(path).lower().endswith(".gz") else ""
     query = (
         f"copy (select {', '.join(REMOVED_COLUMNS)} from read_parquet($duplicates) where reason <> 'kept' "

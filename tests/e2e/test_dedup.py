@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,7 @@ from lshsql.cli import app
 from lshsql.engines.duckdb import Resources
 from lshsql.errors import InputError, LshsqlError, ParamError
 from lshsql.sources import corpus
+from lshsql.tools import dedup_output
 from lshsql.tools.dedup import DedupParams, dedup_files
 
 RNG = np.random.default_rng(20261126)
@@ -386,6 +388,110 @@ def test_a_folder_holding_earlier_outputs_and_other_work_folders(tmp_path):
     with pytest.raises(InputError, match="give dedup a work folder of its own"):
         dedup_files([str(folder / "corpus.jsonl")], tmp_path / "crawl")
     assert (tmp_path / "crawl" / "pairs.parquet").exists()  # untouched
+
+
+def test_a_folder_of_the_users_is_never_a_work_folder(tmp_path):
+    """dedup rewrites its work folder: one that holds other files is refused before anything is read or
+    removed, as is an input inside an earlier dedup's work folder; a rerun removes only its own tables."""
+    data, mine = tmp_path / "data", tmp_path / "mine"
+    data.mkdir()
+    mine.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    pq.write_table(pa.table({"id": [1], "text": ["precious words"]}), mine / "precious.parquet")
+    with pytest.raises(InputError, match="is not empty and not an lshsql work folder"):
+        dedup_files([str(data / "corpus.jsonl")], mine, out=tmp_path / "kept.jsonl")
+    assert [p.name for p in mine.iterdir() if p.name != ".lshsql.lock"] == ["precious.parquet"]
+    work = tmp_path / "w"
+    dedup_files([str(data / "corpus.jsonl")], work, out=tmp_path / "kept.jsonl")
+    (mine / "precious.parquet").rename(work / "mine.parquet")
+    with pytest.raises(InputError, match="is inside the work folder"):
+        dedup_files([str(work / "mine.parquet"), str(data / "corpus.jsonl")], work, out=tmp_path / "k.jsonl")
+    dedup_files([str(data / "corpus.jsonl")], work, out=tmp_path / "kept.jsonl")
+    assert (work / "mine.parquet").exists()
+
+
+def test_outputs_are_checked_before_the_work(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", DOCS)
+    inputs = [str(tmp_path / "in.jsonl")]
+    with pytest.raises(InputError, match="names both the kept and the removed documents"):
+        dedup_files(inputs, tmp_path / "w1", out=tmp_path / "o.jsonl", removed=tmp_path / "o.jsonl")
+    with pytest.raises(InputError, match="no such folder"):
+        dedup_files(inputs, tmp_path / "w2", out=tmp_path / "none" / "o.jsonl")
+    for folder in ("w1", "w2"):
+        assert not (tmp_path / folder).exists()  # refused before the work folder was made
+
+
+def test_columns_that_cannot_be_read_or_written_as_asked_are_one_line_errors(tmp_path):
+    struct_id = pa.table({"id": [{"a": 1}], "text": ["some words"], "tags": [["x"]], "blob": [b"\xff"]})
+    pq.write_table(struct_id, tmp_path / "s.parquet")
+    with pytest.raises(InputError, match="column 'id' is struct<a: int64>; an id is text or a number"):
+        dedup_files([str(tmp_path / "s.parquet")], tmp_path / "w1")
+    with pytest.raises(InputError, match="column 'blob' is binary; an id"):
+        dedup_files([str(tmp_path / "s.parquet")], tmp_path / "w2", DedupParams(id_column="blob"))
+    with pytest.raises(InputError, match="column 'tags' is list<element: string>; a column to keep by"):
+        dedup_files([str(tmp_path / "s.parquet")], tmp_path / "w3", DedupParams(id_column="x", keep="tags"))
+    with pytest.raises(InputError, match=r"the column 'id' \(struct<a: int64>\) cannot be written to a CSV"):
+        dedup_files(
+            [str(tmp_path / "s.parquet")], tmp_path / "w4", DedupParams(id_column="x"), out=tmp_path / "o.csv"
+        )
+    assert not (tmp_path / "o.csv").exists()
+    for bad, message in (({"num_perm": -1}, "num_perm must be in"), ({"seed": -1}, "seed must be in")):
+        with pytest.raises(ParamError, match=message):
+            DedupParams(**bad)
+    dictionary = pa.table({"text": pa.array(["some words here", "some words here"]).dictionary_encode()})
+    pq.write_table(dictionary, tmp_path / "d.parquet")
+    summary = dedup_files([str(tmp_path / "d.parquet")], tmp_path / "w5")
+    assert (summary.kept, summary.removed) == (1, 1)
+
+
+def test_no_usable_document_is_an_error_not_an_empty_output(tmp_path):
+    (tmp_path / "bad.jsonl").write_text('[{"text": "in an array"}]\nnot json\n{"text": "!!!"}\n')
+    with pytest.raises(
+        InputError, match=r"no usable document among 3 records \(1 malformed_json, 1 no_words"
+    ):
+        dedup_files([str(tmp_path / "bad.jsonl")], tmp_path / "w", out=tmp_path / "kept.jsonl")
+    assert not (tmp_path / "kept.jsonl").exists()
+
+
+def test_compressed_outputs_have_the_same_bytes_every_time(tmp_path, monkeypatch, corpus_run):
+    """gzip headers hold no time or file name (gzip.open writes both, the name of a temporary file)."""
+    folder, _ = corpus_run
+    outputs = {}
+    for run, rows, moment in (("a", 5, 1.0e9), ("b", 3, 1.5e9)):  # as if at other times
+        monkeypatch.setattr(corpus, "SCAN_ROWS", rows)
+        monkeypatch.setattr(gzip, "time", types.SimpleNamespace(time=lambda moment=moment: moment))
+        kept, removed = tmp_path / run / "kept.jsonl.gz", tmp_path / run / "removed.csv.gz"
+        kept.parent.mkdir()
+        dedup_files([str(folder / "corpus.jsonl")], tmp_path / run / "w", out=kept, removed=removed)
+        outputs[run] = [kept.read_bytes(), removed.read_bytes()]
+    assert outputs["a"] == outputs["b"]
+
+
+def test_parquet_row_groups_do_not_follow_the_batches_written(tmp_path, monkeypatch):
+    """The readers' batches depend on DuckDB's threads; the Parquet output's bytes must not."""
+    monkeypatch.setattr(corpus, "SCAN_ROWS", 4)
+    table = pa.table({"id": list(range(11)), "text": [f"words {i}" for i in range(11)]})
+    written = []
+    for cuts in ([3, 3, 3, 2], [1, 9, 1], [11]):
+        path = tmp_path / f"{len(written)}.parquet"
+        batches = iter(table.slice(sum(cuts[:i]), n).to_batches()[0] for i, n in enumerate(cuts))
+        dedup_output._write_arrow(path, "parquet", str(path), batches, Resources(threads=1))
+        written.append(path.read_bytes())
+    assert written[0] == written[1] == written[2]
+    groups = pq.ParquetFile(tmp_path / "0.parquet").metadata
+    assert [groups.row_group(g).num_rows for g in range(groups.num_row_groups)] == [4, 4, 3]
+    assert pq.read_table(tmp_path / "0.parquet").equals(table)
+
+
+def test_a_rerun_removes_the_temporary_output_of_a_killed_one(tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", DOCS)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    left = tmp_path / f".kept.jsonl.{int(dead.stdout)}.tmp"
+    left.write_text("half a file")
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w", out=tmp_path / "kept.jsonl")
+    assert not left.exists() and (tmp_path / "kept.jsonl").exists()
 
 
 def _bags(tmp_path):
