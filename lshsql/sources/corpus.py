@@ -148,12 +148,24 @@ def _scan_jsonl(
         "id_path": _json_path(id_column),
         "text_path": _json_path(text_column),
         "keep_path": _json_path(keep_column or text_column),
-        "max_object": _JSON_MAX_OBJECT,
     }
     with db.connect(resources) as con:
+        params["max_object"] = _json_object_limit(con)
         reader = arrow_batches(con, _JSONL_SCAN, params, SCAN_ROWS)
         for batch in reader:
             yield batch if keep_column else batch.set_column(3, "keep", pa.nulls(batch.num_rows))
+
+
+def _json_object_limit(con) -> int:
+    """The longest JSON line read as a record on this connection, within its memory limit: DuckDB's JSON
+    reader holds a buffer of twice that for each thread. The connection's threads are lowered until half
+    the limit holds their buffers; where it cannot hold one thread's, the longest line is shortened (a
+    longer one is counted malformed_json, as one beyond _JSON_MAX_OBJECT always is)."""
+    budget = db.memory_limit_bytes(con) // 2  # the other half for the query that reads the records
+    threads = int(db.scalar(con, "select current_setting('threads')"))
+    threads = max(1, min(threads, budget // (2 * _JSON_MAX_OBJECT)))
+    con.execute(f"set threads = {threads}")  # an integer computed here
+    return min(_JSON_MAX_OBJECT, budget // (2 * threads))
 
 
 def fields(source: CorpusSource, resources: db.Resources) -> list[str]:
@@ -168,8 +180,10 @@ def fields(source: CorpusSource, resources: db.Resources) -> list[str]:
             "'newline_delimited', ignore_errors = true, maximum_object_size = $max_object) "
             "where json_type(json) = 'OBJECT' order by k limit 20"
         )
-    params = {"file": source.path} | ({"max_object": _JSON_MAX_OBJECT} if source.kind == "jsonl" else {})
+    params: dict = {"file": source.path}
     with db.connect(resources) as con:
+        if source.kind == "jsonl":
+            params["max_object"] = _json_object_limit(con)
         return [r[0] for r in con.execute(query, params).fetchall()]
 
 
@@ -303,7 +317,7 @@ def _rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBa
             "select json from read_json_objects($file, format = 'newline_delimited', ignore_errors = true, "
             "maximum_object_size = $max_object)"
         )
-        params = {"file": source.path, "max_object": _JSON_MAX_OBJECT}
+        params = {"file": source.path}
     elif source.kind == "csv":
         query, params = "select * from read_csv($file, all_varchar = true)", {"file": source.path}
     else:
@@ -311,4 +325,6 @@ def _rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBa
         return
     with db.connect(resources) as con:
         con.execute("set preserve_insertion_order = true")  # rows come back in file order
+        if source.kind == "jsonl":
+            params["max_object"] = _json_object_limit(con)
         yield from arrow_batches(con, query, params, SCAN_ROWS)

@@ -483,6 +483,16 @@ def test_parquet_row_groups_do_not_follow_the_batches_written(tmp_path, monkeypa
     assert pq.read_table(tmp_path / "0.parquet").equals(table)
 
 
+def test_json_lines_are_read_within_a_small_memory_limit(tmp_path):
+    """DuckDB's JSON reader holds a buffer of twice the longest line it takes for each thread: at 1 GB and
+    2 threads, 256 MiB lines did not fit (a 5 kB file failed to allocate 512 MiB)."""
+    write_jsonl(tmp_path / "in.jsonl", DOCS)
+    for limit, threads in (("1GB", 2), ("400MB", 1)):
+        resources = Resources(memory_limit=limit, threads=threads)
+        summary = dedup_files([str(tmp_path / "in.jsonl")], tmp_path / f"w{threads}", resources=resources)
+        assert summary.records_read == len(DOCS) and summary.removed == 5
+
+
 def test_a_rerun_removes_the_temporary_output_of_a_killed_one(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", DOCS)
     dead = subprocess.run(
