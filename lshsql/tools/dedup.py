@@ -223,7 +223,10 @@ def dedup_files(
         _clear(work)
         text_bytes = read_all(sources, work, params, resources, earlier, log, progress)
         _rank(work, params, resources, earlier)
-        run_stages(work, params.run_params(), STAGES_RUN, resources, log)
+        try:
+            run_stages(work, params.run_params(), STAGES_RUN, resources, log)
+        except ParamError as e:  # the planner's advice names run's -k and -l, which dedup does not take
+            raise ParamError(str(e).removesuffix(", or give -k and -l")) from None
         # no terms to label clusters with: an empty table, so `lshsql clusters` lists them unlabelled
         pq.write_table(schemas.schema("cluster_labels").empty_table(), work / "cluster_labels.parquet")
         stats = _decide(work, resources)

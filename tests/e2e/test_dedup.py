@@ -373,6 +373,11 @@ def test_bad_input_gives_one_line_errors(tmp_path):
         dedup_files([str(tmp_path / "missing.jsonl")], tmp_path / "w5")
     with pytest.raises(ParamError, match="threshold"):
         DedupParams(threshold=1.5)
+    write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    with pytest.raises(
+        ParamError, match=r"with m = 3 min-hashes: raise --num-perm$"
+    ):  # dedup takes no -k, -l
+        dedup_files([str(tmp_path / "docs.jsonl")], tmp_path / "w6", DedupParams(num_perm=3))
 
 
 def test_a_folder_holding_earlier_outputs_and_other_work_folders(tmp_path):
