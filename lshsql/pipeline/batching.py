@@ -54,6 +54,21 @@ def near_share(candidates_per_url: float, pass_rate: float) -> float:
     return 1.0 - math.exp(-candidates_per_url * pass_rate)
 
 
+# Memory a candidate passing the lanes' bound takes in the pairs stage (its rows in the two materialized
+# steps that follow it and in the final sort), with margin: 9.5M of them failed in one piece at 1 GB.
+PASSING_CANDIDATE_BYTES = 200
+
+
+def passing_ranges(passing: float, memory: int) -> int:
+    """P, the fewest url_id ranges whose largest block holds the `passing` candidates' rows within `memory`
+    bytes, candidates spread evenly over the pairs of ids: one piece holds all of them, and of P ranges the
+    block of two ranges holds 2 / P^2 of them."""
+    need = passing * PASSING_CANDIDATE_BYTES
+    if need <= memory:
+        return 1
+    return max(2, math.ceil(math.sqrt(2 * need / max(1, memory))))
+
+
 def pair_ranges(id_span: int, rows_per_range: int | None) -> int:
     """P, the ranges of url_id the pairs stage cuts an id span into, for P(P+1)/2 blocks (u's range, v's at
     or after it): each range spans at most PAIR_BLOCK_URLS ids and `rows_per_range`, the url_ids whose

@@ -1,7 +1,7 @@
 """The pairs stage's runner: the candidates verified against signatures and bags (sql/50_pairs.sql), in
-blocks of url_id ranges when what it holds per URL would not fit in memory, and in a rerun only
-those of changed URLs (reuse.pairs). A runner as in runners.py, (engine, stage, params, work, bags) ->
-(rows written, what the manifest records besides)."""
+blocks of url_id ranges when what it holds per URL and per near candidate would not fit in memory, and in
+a rerun only those of changed URLs (reuse.pairs). A runner as in runners.py, (engine, stage, params, work,
+bags) -> (rows written, what the manifest records besides)."""
 
 from __future__ import annotations
 
@@ -63,19 +63,38 @@ def run_pairs(engine: Engine, stage: Stage, params: Params, work: Path, bags) ->
     return rows, extra
 
 
-def _near_share(engine: Engine, work: Path, params: Params, n_urls: int) -> float:
-    """The share of URLs whose full signature rows the stage joins (batching.near_share): their candidates
-    pass the lanes' bound at the rate scurve.lanes_pass_rate expects from the planner's sample of the
-    signatures (sample_signatures, as the buckets stage plans from). Near-duplicates too rare among the
-    sample's random pairs to be seen in it are not counted: where most URLs have one, a block spills."""
+def _pass_rate(engine: Engine, work: Path, params: Params) -> float:
+    """The rate at which candidates pass the lanes' bound (scurve.lanes_pass_rate), from the planner's
+    sample of the signatures (sample_signatures, as the buckets stage plans from). Near-duplicates too rare
+    among the sample's random pairs to be seen in it are not counted: where most URLs have one, a block
+    spills."""
     path, sample = output_path(work, "signatures"), None
     if (signature_width(path) or 0) >= params.num_perm:  # narrower: the stage's own error says so
         with engine.local_duckdb() as con:
             sample, _ = sample_signatures(con, path, params.num_perm)
     histogram = agreement_histogram(sample) if sample is not None and len(sample) > 1 else None
-    rate = scurve.lanes_pass_rate(params.num_perm, params.k, params.l, params.min_agree, histogram)
-    per_url = 2 * engine.scalar("select count(*) from candidates") / max(1, n_urls)
-    return batching.near_share(per_url, rate)
+    return scurve.lanes_pass_rate(params.num_perm, params.k, params.l, params.min_agree, histogram)
+
+
+def _ranges(engine: Engine, work: Path, params: Params, memory: int, span: int, n_urls: int) -> int:
+    """The url_id ranges the stage is cut into: as many as the full rows the near URLs meet need
+    (batching.pair_range_bytes, with the share of such URLs, batching.near_share), and as the candidates
+    passing the lanes' bound need (batching.passing_ranges). The sample is read only when it decides."""
+    most, fewest = (
+        batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
+        for share in (1.0, 0.0)
+    )
+    n_candidates = int(engine.scalar("select count(*) from candidates"))
+    rate = None
+    n_ranges = most
+    if most > fewest:  # how many URLs meet their full rows decides how many ranges: estimate it
+        rate = _pass_rate(engine, work, params)
+        share = batching.near_share(2 * n_candidates / max(1, n_urls), rate)
+        n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
+    if batching.passing_ranges(n_candidates, memory) > 1:  # if every candidate passed, one piece would not do
+        rate = _pass_rate(engine, work, params) if rate is None else rate
+        n_ranges = max(n_ranges, batching.passing_ranges(n_candidates * rate, memory))
+    return max(1, min(n_ranges, span))
 
 
 def _pairs(
@@ -96,15 +115,7 @@ def _pairs(
         first, last, n_urls = engine.row(
             "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), count(*) from signatures"
         )
-        span = last - first + 1
-        most, fewest = (
-            batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
-            for share in (1.0, 0.0)
-        )
-        n_ranges = most
-        if most > fewest:  # how many URLs meet their full rows decides how many ranges: estimate it
-            share = _near_share(engine, work, params, n_urls)
-            n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
+        n_ranges = _ranges(engine, work, params, memory, last - first + 1, n_urls)
     file = sql_file(stage, params)
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:

@@ -214,6 +214,60 @@ def test_blocks_of_url_ranges_give_the_same_pairs(tmp_path, monkeypatch, verify)
 
 
 @pytest.mark.parametrize(
+    ("passing", "memory", "expected"),
+    [
+        (1_000, 10**9, 1),
+        (5_000_000, 10**9, 1),
+        (9_500_000, 10**9, 2),
+        (9_500_000, 10**8, 7),
+        (10**9, 10**9, 20),
+    ],
+)
+def test_passing_ranges_hold_the_largest_block(passing, memory, expected):
+    """The fewest ranges whose largest block (two ranges: 2 / P^2 of the candidates) holds its passing
+    candidates in memory."""
+    from lshsql.pipeline.batching import PASSING_CANDIDATE_BYTES, passing_ranges
+
+    ranges = passing_ranges(passing, memory)
+    assert ranges == expected
+    share = lambda p: 1.0 if p == 1 else 2 / p**2  # noqa: E731
+    assert passing * PASSING_CANDIDATE_BYTES * share(ranges) <= memory
+    assert ranges == 1 or passing * PASSING_CANDIDATE_BYTES * share(ranges - 1) > memory
+
+
+def test_many_identical_bags_are_verified_in_blocks(tmp_path, monkeypatch):
+    """Identical bags make every candidate pass the lanes' bound, whatever a URL holds: 9.5M of them (10,000
+    copies of one document) failed in one piece at 1 GB. The planner counts the passing candidates (from
+    its sample, where every pair agrees) and cuts blocks for them; the pairs are those of one piece."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lshsql import manifest, pipeline
+    from lshsql.engines import duckdb as db
+    from lshsql.pipeline import batching
+
+    rows = [{"url": f"https://copy.example/{i:03d}", "term": f"t{t}"} for i in range(400) for t in range(30)]
+    rows += [
+        {"url": f"https://other.example/{i:03d}", "term": f"o{i}-{t}"} for i in range(400) for t in range(30)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
+    params = Params(weighting="none", threshold=0.5)
+    resources = db.Resources(memory_limit="1GB", threads=2)
+    results = {}
+    for blocked in (False, True):
+        if blocked:  # as if each passing candidate took 100 times the memory it does
+            monkeypatch.setattr(batching, "PASSING_CANDIDATE_BYTES", 20_000)
+        work = tmp_path / f"blocked{blocked}"
+        pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
+        with duckdb.connect() as con:
+            results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
+        blocks = manifest.read(work)["stages"]["pairs"]["blocks"]
+        assert blocks > 1 if blocked else blocks == 1
+    assert results[True] == results[False] and len(results[True]) == 400 * 399 // 2
+
+
+@pytest.mark.parametrize(
     ("id_span", "rows_per_range", "expected"),
     [
         (10_000_000, 15_600_000, 2),  # the 5M cap: 10M URLs (8GB holds 15.6M ids of m = 80) in 2 ranges
