@@ -9,10 +9,12 @@ are read by Arrow, so their column types come back exactly; CSV by DuckDB with e
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,6 +23,9 @@ from lshsql import schemas
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, LshsqlError, one_line
 from lshsql.sources.readers import expand_paths
+
+if TYPE_CHECKING:
+    import duckdb
 
 SUFFIXES = {
     ".jsonl": "jsonl",
@@ -92,14 +97,20 @@ def _kind_of_file(path: str) -> str:
 
 
 def scan(
-    source: CorpusSource, id_column: str, text_column: str, keep_column: str | None, resources: db.Resources
+    source: CorpusSource,
+    id_column: str,
+    text_column: str,
+    keep_column: str | None,
+    resources: db.Resources,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (ord, id, text, keep, skip_reason) of one source in input order; ord counts its
-    records from 1, text is null for a skipped record."""
+    records from 1, text is null for a skipped record. `con`: a connection to read with (one for many
+    files spares opening DuckDB for each), else one of its own."""
     if source.kind == "jsonl":
-        batches = _scan_jsonl(source.path, id_column, text_column, keep_column, resources)
+        batches = _scan_jsonl(source.path, id_column, text_column, keep_column, resources, con)
     elif source.kind == "csv":
-        batches = _scan_csv(source.path, id_column, text_column, keep_column, resources)
+        batches = _scan_csv(source.path, id_column, text_column, keep_column, resources, con)
     else:
         batches = _scan_arrow(source, id_column, text_column, keep_column)
     yield from _reported(source.path, batches)
@@ -141,7 +152,12 @@ from read_json_objects(
 
 
 def _scan_jsonl(
-    path: str, id_column: str, text_column: str, keep_column: str | None, resources: db.Resources
+    path: str,
+    id_column: str,
+    text_column: str,
+    keep_column: str | None,
+    resources: db.Resources,
+    con: duckdb.DuckDBPyConnection | None,
 ) -> Iterator[pa.RecordBatch]:
     params = {
         "file": path,
@@ -149,11 +165,23 @@ def _scan_jsonl(
         "text_path": _json_path(text_column),
         "keep_path": _json_path(keep_column or text_column),
     }
-    with db.connect(resources) as con:
+    with _connected(resources, con) as con:
         params["max_object"] = _json_object_limit(con)
         reader = arrow_batches(con, _JSONL_SCAN, params, SCAN_ROWS)
         for batch in reader:
             yield batch if keep_column else batch.set_column(3, "keep", pa.nulls(batch.num_rows))
+
+
+@contextlib.contextmanager
+def _connected(
+    resources: db.Resources, con: duckdb.DuckDBPyConnection | None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`con`, or a connection of its own for the block."""
+    if con is not None:
+        yield con
+        return
+    with db.connect(resources) as own:
+        yield own
 
 
 def _json_object_limit(con) -> int:
@@ -196,9 +224,14 @@ def missing_text_column(path: str, text_column: str, found: list[str]) -> InputE
 
 
 def _scan_csv(
-    path: str, id_column: str, text_column: str, keep_column: str | None, resources: db.Resources
+    path: str,
+    id_column: str,
+    text_column: str,
+    keep_column: str | None,
+    resources: db.Resources,
+    con: duckdb.DuckDBPyConnection | None,
 ) -> Iterator[pa.RecordBatch]:
-    with db.connect(resources) as con:
+    with _connected(resources, con) as con:
         columns = [
             r[0]
             for r in con.execute(
@@ -304,14 +337,18 @@ def _arrow_batches(source: CorpusSource, columns: list[str] | None = None) -> It
 # --- the rows: what dedup writes ---------------------------------------------------------------------
 
 
-def rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBatch]:
+def rows(
+    source: CorpusSource, resources: db.Resources, con: duckdb.DuckDBPyConnection | None = None
+) -> Iterator[pa.RecordBatch]:
     """Every record of a source, in input order, as it was read: JSON Lines as one 'json' column of the
     lines themselves (NULL for a malformed line), the others with their own columns. Read again after the
     scan, all columns this time: a page the scan did not read may be the one that breaks."""
-    yield from _reported(source.path, _rows(source, resources))
+    yield from _reported(source.path, _rows(source, resources, con))
 
 
-def _rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBatch]:
+def _rows(
+    source: CorpusSource, resources: db.Resources, con: duckdb.DuckDBPyConnection | None
+) -> Iterator[pa.RecordBatch]:
     if source.kind == "jsonl":
         query = (
             "select json from read_json_objects($file, format = 'newline_delimited', ignore_errors = true, "
@@ -323,7 +360,7 @@ def _rows(source: CorpusSource, resources: db.Resources) -> Iterator[pa.RecordBa
     else:
         yield from _arrow_batches(source)
         return
-    with db.connect(resources) as con:
+    with _connected(resources, con) as con:
         con.execute("set preserve_insertion_order = true")  # rows come back in file order
         if source.kind == "jsonl":
             params["max_object"] = _json_object_limit(con)

@@ -190,12 +190,12 @@ def _open_text(tmp: Path, name: str):
     return open(tmp, "w", encoding="utf-8", newline="\n")
 
 
-def _selected(source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources):
+def _selected(source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources, con=None):
     """The selected rows of one source, batch by batch in input order, each with the indexes of its rows
     into the pick's ords (and so into its ADDED values)."""
     ords, _ = pick
     start = 1
-    for batch in corpus.rows(source, resources):
+    for batch in corpus.rows(source, resources, con):
         positions, which = _picked(start, batch.num_rows, ords)
         if len(positions):
             yield batch.take(pa.array(positions)), which
@@ -207,14 +207,15 @@ def _json_lines(
 ) -> Iterator[str]:
     """The selected lines of JSON Lines sources as they were read, with the ADDED fields appended to the
     object for duplicates written with --removed-rows."""
-    for index, source in enumerate(sources):
-        if index not in picks:
-            continue
-        extra = picks[index][1]
-        removed = _is_removed(extra)
-        for rows, which in _selected(source, picks[index], resources):
-            for line, i in zip(rows.column(0).to_pylist(), which, strict=True):
-                yield _with_fields(line, extra, i) if removed else line
+    with db.connect(resources) as con:  # one DuckDB for every file, as the reading of the inputs
+        for index, source in enumerate(sources):
+            if index not in picks:
+                continue
+            extra = picks[index][1]
+            removed = _is_removed(extra)
+            for rows, which in _selected(source, picks[index], resources, con):
+                for line, i in zip(rows.column(0).to_pylist(), which, strict=True):
+                    yield _with_fields(line, extra, i) if removed else line
 
 
 def _is_removed(extra: dict) -> bool:

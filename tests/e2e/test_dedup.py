@@ -498,6 +498,23 @@ def test_json_lines_are_read_within_a_small_memory_limit(tmp_path):
         assert summary.records_read == len(DOCS) and summary.removed == 5
 
 
+def test_a_folder_of_many_files_opens_duckdb_a_few_times_not_per_file(tmp_path, monkeypatch):
+    """Opening DuckDB takes about 17 ms: a folder of 500 small files took 25 s to read (7 s now), one
+    connection each to scan it and to copy its kept lines."""
+    from lshsql.engines import duckdb as db
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, doc in enumerate(DOCS):
+        write_jsonl(folder / f"part-{i:03d}.jsonl", [doc])
+    opened = []
+    connect = db.connect
+    monkeypatch.setattr(db, "connect", lambda *args, **kwargs: opened.append(1) or connect(*args, **kwargs))
+    summary = dedup_files([str(folder)], tmp_path / "w", out=tmp_path / "kept.jsonl")
+    assert summary.records_read == len(DOCS) == len(list(folder.iterdir())) and summary.removed == 5
+    assert len(opened) < 20 < len(DOCS)
+
+
 def test_a_rerun_removes_the_temporary_output_of_a_killed_one(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", DOCS)
     dead = subprocess.run(
