@@ -12,12 +12,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lshsql.imports import pyarrow_without_pandas
-
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
-
-pyarrow_without_pandas()  # in the `lshsql` command and its workers: nothing here converts through pandas
 
 COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     "pages": [
@@ -466,6 +462,9 @@ def read(path: str | Path, columns: list[str] | None = None) -> pa.Table:
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as parquet:
+        missing = [c for c in columns or () if c not in parquet.schema_arrow.names]
+        if missing:  # as pq.read_table says, where ParquetFile.read would leave the column out
+            raise pa.ArrowInvalid(f"No match for FieldRef.Name({missing[0]}) in {path}")
         return parquet.read(columns=columns)
 
 

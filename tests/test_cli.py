@@ -445,17 +445,17 @@ print("pandas" in sys.modules)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed here")
-def test_extraction_and_a_run_of_a_crawl_do_not_import_pandas(tmp_path):
-    """pyarrow imports pandas, where installed, at its first conversion of Python values (the extraction's
-    raw rows), on reading a file by pq.read_table, and in most to_numpy calls (the template cut's arrays, the
-    validity of the signatures stage's copies): the command does none of these through pandas. The example
-    crawl has template links to cut, and bags whose copies are all 1 (a null list of copies)."""
-    work = tmp_path / "w"
-    argvs = [
-        ["extract", str(EXAMPLE_CRAWL), "--work", str(work), "--threads", "2", "-q"],
-        ["run", "--work", str(work), "-q"],
-    ]
-    code = COMMANDS_WITHOUT_PANDAS.format(argvs=argvs)
+def test_a_run_whose_bags_have_no_copies_above_one_does_not_import_pandas(tmp_path):
+    """pyarrow imports pandas, where installed, in most to_numpy calls, such as the validity of the
+    signatures stage's list of copies, null for a bag whose copies are all 1 (here the long bags, whose
+    TF-IDF weights are all small), and on reading a file by pq.read_table (pyarrow.dataset)."""
+    rows = [(f"https://example.org/long{u}", f"w{u}-{t}") for u in range(20) for t in range(300)]
+    rows += [(f"https://example.org/short{u}", f"s{(u * 7 + t) % 40}") for u in range(40) for t in range(5)]
+    bags = tmp_path / "bags.parquet"
+    pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
+    code = COMMANDS_WITHOUT_PANDAS.format(
+        argvs=[["run", "--bags", str(bags), "--work", str(tmp_path / "w"), "-q"]]
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == "False"
