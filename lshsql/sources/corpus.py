@@ -40,7 +40,7 @@ SUFFIXES = {
     ".csv.gz": "csv",
 }
 SCAN_ROWS = 2048  # rows per batch read for shingling: a few MB of text at 1-10 kB a document
-_JSON_MAX_OBJECT = 256 * 2**20  # a line longer than this is counted malformed, not an error
+_JSON_MAX_OBJECT = 256 * 2**20  # the longest JSON line read as a record (see _json_object_limit)
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,8 @@ def _json_object_limit(con) -> int:
     """The longest JSON line read as a record on this connection, within its memory limit: DuckDB's JSON
     reader holds a buffer of twice that for each thread. The connection's threads are lowered until half
     the limit holds their buffers; where it cannot hold one thread's, the longest line is shortened (a
-    longer one is counted malformed_json, as one beyond _JSON_MAX_OBJECT always is)."""
+    longer one is counted malformed_json or, far longer, stops the read with a one-line error naming the
+    file, as one beyond _JSON_MAX_OBJECT does)."""
     budget = db.memory_limit_bytes(con) // 2  # the other half for the query that reads the records
     threads = int(db.scalar(con, "select current_setting('threads')"))
     threads = max(1, min(threads, budget // (2 * _JSON_MAX_OBJECT)))
@@ -301,14 +302,11 @@ def _scan_arrow(
 
 
 def _text_type(arrow_type: pa.DataType) -> pa.DataType | None:
-    """The text type a text column is read as (a dictionary of text as its text, a string view as string),
-    None for a column that does not hold text."""
+    """The text type a text column is read as (a dictionary of text as its text), None for a column that
+    does not hold text (a string view too: pyarrow's take, which the output's rows go through, has none)."""
     if pa.types.is_dictionary(arrow_type):
         arrow_type = arrow_type.value_type
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return arrow_type
-    is_view = getattr(pa.types, "is_string_view", None)  # pyarrow 16 and later
-    return pa.string() if is_view is not None and is_view(arrow_type) else None
+    return arrow_type if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) else None
 
 
 def _is_scalar(arrow_type: pa.DataType) -> bool:

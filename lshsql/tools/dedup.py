@@ -213,12 +213,16 @@ def dedup_files(
     work = Path(work)
     data = _as_inputs(inputs)
     sources = _inputs_apart(data, corpus.resolve_corpus(data), work, [out, removed])
-    dedup_output.check_outputs(out, removed)
+    dedup_output.check_outputs(out, removed, work)
+    tables = {work.resolve() / f"{table}.parquet" for table in WRITTEN}
+    for path in (p for p in (out, removed) if p is not None):
+        if Path(path).resolve() in tables:
+            raise InputError(f"{path}: is a table of the work folder {work}; name another file")
     if against is not None and Path(against).resolve() == work.resolve():
         raise InputError(f"{work}: --against names the work folder itself: give the new dedup another one")
     earlier = earlier_index(Path(against), params) if against is not None else None
+    _check_work_folder(work)  # before the lock's clean-up of what killed runs left (DIR/tmp, *.tmp)
     with workdir.writing(work):
-        _check_work_folder(work)
         resources = db.for_work(work, resources)
         _clear(work)
         text_bytes = read_all(sources, work, params, resources, earlier, log, progress)
@@ -281,8 +285,8 @@ def _check_work_folder(work: Path) -> None:
         raise InputError(
             f"{work}: holds the run of a crawl or of `lshsql run`; give dedup a work folder of its own"
         )
-    ours = {workdir.LOCK, "tmp"}  # the lock just taken, a spill folder
-    if not (work / manifest.MANIFEST).exists() and any(path.name not in ours for path in work.iterdir()):
+    lshsql_only = work.is_dir() and all(path.name == workdir.LOCK for path in work.iterdir())
+    if work.exists() and not (work / manifest.MANIFEST).exists() and not lshsql_only:
         raise InputError(
             f"{work}: is not empty and not an lshsql work folder; dedup rewrites its work folder: give it a "
             "new or empty one"

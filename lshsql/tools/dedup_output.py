@@ -51,15 +51,18 @@ def format_of(path: str | Path) -> str | None:
     return next((fmt for suffix, fmt in FORMATS.items() if name.endswith(suffix)), None)
 
 
-def check_outputs(out: str | Path | None, removed: str | Path | None) -> None:
+def check_outputs(out: str | Path | None, removed: str | Path | None, work: Path) -> None:
     """InputError, before any work is done, for an output name whose format is not known, one that is a
-    folder or in a folder that cannot be written, or the kept and the removed documents named alike."""
+    folder or in a folder that cannot be written (but the work folder, which the dedup makes), or the kept
+    and the removed documents named alike."""
     for path in (p for p in (out, removed) if p is not None):
         if format_of(path) is None:
             raise InputError(f"{path}: name the output .jsonl, .jsonl.gz, .parquet or .csv")
         if Path(path).is_dir():
             raise InputError(f"{path}: is a folder; name a file")
         folder = Path(path).parent
+        if folder.resolve() == work.resolve() and not folder.exists():
+            continue  # made by the dedup, or its one-line error
         if not folder.is_dir():
             raise InputError(f"{path}: no such folder {folder}")
         if not os.access(folder, os.W_OK | os.X_OK):

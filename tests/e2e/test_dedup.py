@@ -403,9 +403,15 @@ def test_a_folder_of_the_users_is_never_a_work_folder(tmp_path):
     mine.mkdir()
     write_jsonl(data / "corpus.jsonl", DOCS)
     pq.write_table(pa.table({"id": [1], "text": ["precious words"]}), mine / "precious.parquet")
+    (mine / "tmp").mkdir()  # what a killed lshsql run leaves, and the lock's clean-up removes, elsewhere
+    for name in ("tmp/notes.txt", "tmp_notes.txt", "report.v2.tmp"):
+        (mine / name).write_text("mine")
+    before = sorted(str(p.relative_to(mine)) for p in mine.rglob("*"))
     with pytest.raises(InputError, match="is not empty and not an lshsql work folder"):
         dedup_files([str(data / "corpus.jsonl")], mine, out=tmp_path / "kept.jsonl")
-    assert [p.name for p in mine.iterdir() if p.name != ".lshsql.lock"] == ["precious.parquet"]
+    assert sorted(str(p.relative_to(mine)) for p in mine.rglob("*")) == before
+    (mine / "tmp" / "notes.txt").unlink()
+    (mine / "tmp").rmdir()
     work = tmp_path / "w"
     dedup_files([str(data / "corpus.jsonl")], work, out=tmp_path / "kept.jsonl")
     (mine / "precious.parquet").rename(work / "mine.parquet")
@@ -422,8 +428,12 @@ def test_outputs_are_checked_before_the_work(tmp_path):
         dedup_files(inputs, tmp_path / "w1", out=tmp_path / "o.jsonl", removed=tmp_path / "o.jsonl")
     with pytest.raises(InputError, match="no such folder"):
         dedup_files(inputs, tmp_path / "w2", out=tmp_path / "none" / "o.jsonl")
-    for folder in ("w1", "w2"):
+    with pytest.raises(InputError, match="is a table of the work folder"):
+        dedup_files(inputs, tmp_path / "w3", out=tmp_path / "w3" / "duplicates.parquet")
+    for folder in ("w1", "w2", "w3"):
         assert not (tmp_path / folder).exists()  # refused before the work folder was made
+    dedup_files(inputs, tmp_path / "w4", out=tmp_path / "kept.jsonl", removed=tmp_path / "w4" / "removed.csv")
+    assert (tmp_path / "w4" / "removed.csv").exists()  # in the work folder the dedup makes
 
 
 def test_columns_that_cannot_be_read_or_written_as_asked_are_one_line_errors(tmp_path):
@@ -443,10 +453,17 @@ def test_columns_that_cannot_be_read_or_written_as_asked_are_one_line_errors(tmp
     for bad, message in (({"num_perm": -1}, "num_perm must be in"), ({"seed": -1}, "seed must be in")):
         with pytest.raises(ParamError, match=message):
             DedupParams(**bad)
+    view = pa.table({"text": pa.array(["some words here"], pa.string_view())})
+    pq.write_table(view, tmp_path / "v.parquet")
+    with pytest.raises(InputError, match="column 'text' is string_view, not text"):
+        dedup_files([str(tmp_path / "v.parquet")], tmp_path / "w6", out=tmp_path / "v.jsonl")
     dictionary = pa.table({"text": pa.array(["some words here", "some words here"]).dictionary_encode()})
     pq.write_table(dictionary, tmp_path / "d.parquet")
-    summary = dedup_files([str(tmp_path / "d.parquet")], tmp_path / "w5")
+    summary = dedup_files(
+        [str(tmp_path / "d.parquet")], tmp_path / "w5", out=tmp_path / "d.parquet.out.parquet"
+    )
     assert (summary.kept, summary.removed) == (1, 1)
+    assert pq.read_table(tmp_path / "d.parquet.out.parquet").column("text").to_pylist() == ["some words here"]
 
 
 def test_no_usable_document_is_an_error_not_an_empty_output(tmp_path):
