@@ -76,10 +76,13 @@ def _pass_rate(engine: Engine, work: Path, params: Params) -> float:
     return scurve.lanes_pass_rate(params.num_perm, params.k, params.l, params.min_agree, histogram)
 
 
-def _ranges(engine: Engine, work: Path, params: Params, memory: int, span: int, n_urls: int) -> int:
+def _ranges(
+    engine: Engine, work: Path, params: Params, memory: int, span: int, n_urls: int
+) -> tuple[int, int]:
     """The url_id ranges the stage is cut into: as many as the full rows the near URLs meet need
     (batching.pair_range_bytes, with the share of such URLs, batching.near_share), and as the candidates
-    passing the lanes' bound need (batching.passing_ranges). The sample is read only when it decides."""
+    passing the lanes' bound need (batching.passing_ranges; returned too, 1 when they fit in one piece).
+    The sample is read only when it decides."""
     most, fewest = (
         batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
         for share in (1.0, 0.0)
@@ -91,10 +94,27 @@ def _ranges(engine: Engine, work: Path, params: Params, memory: int, span: int, 
         rate = _pass_rate(engine, work, params)
         share = batching.near_share(2 * n_candidates / max(1, n_urls), rate)
         n_ranges = batching.pair_ranges(span, memory // batching.pair_range_bytes(params.num_perm, share))
-    if batching.passing_ranges(n_candidates, memory) > 1:  # if every candidate passed, one piece would not do
+    passing = 1
+    if batching.passing_ranges(n_candidates, memory) > n_ranges:  # all passing, these ranges would not do
         rate = _pass_rate(engine, work, params) if rate is None else rate
-        n_ranges = max(n_ranges, batching.passing_ranges(n_candidates * rate, memory))
-    return max(1, min(n_ranges, span))
+        passing = batching.passing_ranges(n_candidates * rate, memory)
+    return max(1, min(max(n_ranges, passing), span)), passing
+
+
+def _cuts(engine: Engine, first: int, last: int, n_ranges: int, passing: int) -> list[int]:
+    """The first url_id of each range, and last + 1: ranges of equal ids (what the URLs' rows need), and
+    where the passing candidates decide, cut as well at the quantiles of the candidates' ids, so that a
+    dense run of near-duplicates (neighbours in URL order, so in url_id) is spread over blocks too."""
+    cuts = {first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)}
+    if passing > 1:
+        shares = [i / passing for i in range(1, passing)]
+        (quantiles,) = engine.row(
+            "select quantile_disc(id, $shares) from (select u_id as id from candidates "
+            "union all select v_id from candidates)",
+            {"shares": shares},
+        )
+        cuts |= {int(q) for q in quantiles or [] if first < q <= last}
+    return sorted(cuts)
 
 
 def _pairs(
@@ -110,19 +130,19 @@ def _pairs(
     }
     sql_params = {"min_agree": params.min_agree, "num_perm": params.num_perm, "threshold": params.threshold}
     memory = engine.rows_fitting(1)  # bytes; None on Spark, which spills and takes one piece
-    n_ranges, first, last = 1, 0, 0
+    n_ranges, passing, first, last = 1, 1, 0, 0
     if memory is not None:
         first, last, n_urls = engine.row(
             "select coalesce(min(url_id), 0), coalesce(max(url_id), 0), count(*) from signatures"
         )
-        n_ranges = _ranges(engine, work, params, memory, last - first + 1, n_urls)
+        n_ranges, passing = _ranges(engine, work, params, memory, last - first + 1, n_urls)
     file = sql_file(stage, params)
     compiled = Compiled(file, sql_params, context, input_views(work, stage.reads))
     if n_ranges == 1:
         rows = engine.materialize(sqlfiles.load(file), sql_params, out, context, stage.compression)
         return rows, {"blocks": 1, COMPILED: compiled}
-    cuts = [first + (last - first + 1) * i // n_ranges for i in range(n_ranges + 1)]
-    blocks = list(itertools.combinations_with_replacement(range(n_ranges), 2))
+    cuts = _cuts(engine, first, last, n_ranges, passing)
+    blocks = list(itertools.combinations_with_replacement(range(len(cuts) - 1), 2))
     engine.register({f"{r}_all": inputs[r] for r in BLOCKED})
 
     def register_block(number: int) -> None:

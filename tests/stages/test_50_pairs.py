@@ -244,6 +244,7 @@ def test_many_identical_bags_are_verified_in_blocks(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     from lshsql import manifest, pipeline
+    from lshsql.engines import base as engine
     from lshsql.engines import duckdb as db
     from lshsql.pipeline import batching
 
@@ -254,6 +255,16 @@ def test_many_identical_bags_are_verified_in_blocks(tmp_path, monkeypatch):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bags.parquet")
     params = Params(weighting="none", threshold=0.5)
     resources = db.Resources(memory_limit="1GB", threads=2)
+    bounds = []  # each block's (u_from, u_to, v_from, v_to)
+    view = engine.DuckDBEngine.view
+
+    def block_view(self, name, select, params=None):
+        found = re.search(r"u_id >= (\d+) and u_id < (\d+) and v_id >= (\d+) and v_id < (\d+)", select)
+        if name == "candidates" and found:
+            bounds.append(tuple(map(int, found.groups())))
+        return view(self, name, select, params)
+
+    monkeypatch.setattr(engine.DuckDBEngine, "view", block_view)
     results = {}
     for blocked in (False, True):
         if blocked:  # as if each passing candidate took 100 times the memory it does
@@ -262,9 +273,12 @@ def test_many_identical_bags_are_verified_in_blocks(tmp_path, monkeypatch):
         pipeline.run(work, params, bags=tmp_path / "bags.parquet", resources=resources)
         with duckdb.connect() as con:
             results[blocked] = con.read_parquet(str(work / "pairs.parquet")).fetchall()
-        blocks = manifest.read(work)["stages"]["pairs"]["blocks"]
-        assert blocks > 1 if blocked else blocks == 1
+        assert manifest.read(work)["stages"]["pairs"]["blocks"] == (len(bounds) if blocked else 1)
     assert results[True] == results[False] and len(results[True]) == 400 * 399 // 2
+    # the copies are url_ids 1..400 of 800 (their URLs sort first): cut where the candidates are, not
+    # only in equal halves of the ids, no block holds much more than half of them (2 / P^2, P = 2)
+    held = [sum(u0 <= u < u1 and v0 <= v < v1 for *_, u, v, _ in results[True]) for u0, u1, v0, v1 in bounds]
+    assert sum(held) == len(results[True]) and max(held) < 0.55 * len(results[True])
 
 
 @pytest.mark.parametrize(
