@@ -185,6 +185,23 @@ def test_a_query_of_term_counts_after_its_bags_table_moved_names_the_file(tmp_pa
     assert result.stdout.splitlines() == ["count_star()", "1"]
 
 
+def test_a_query_of_an_output_not_made_yet_says_what_makes_it(tmp_path, lshsql_command):
+    """A folder whose extraction or ingest was killed, or that has not been run: DuckDB's Catalog Error
+    would name a missing table and suggest one of its own."""
+    work = tmp_path / "w"
+    work.mkdir()
+    cases = {
+        "pages": f"{work}: no pages yet; run `lshsql extract` or `lshsql ingest` for {work} first",
+        "pairs": f"{work}: no pairs yet; run `lshsql run --work {work}` first",
+        "duplicates": f"{work}: no duplicates yet; run `lshsql dedup` for {work} first",
+    }
+    for relation, message in cases.items():
+        result = lshsql_command("query", f"select count(*) from {relation}", "--work", str(work))
+        assert one_line_error(result) == f"lshsql: error: {message}"
+    result = lshsql_command("query", "select count(*) from no_such_table", "--work", str(work))
+    assert "Catalog Error: Table with name no_such_table does not exist" in one_line_error(result)
+
+
 def test_query_of_a_statement_without_rows_prints_duckdbs_count(tmp_path, lshsql_command):
     sql = "create temp table x as select 1"
     result = lshsql_command("query", sql, "--work", str(tmp_path), "--format", "csv")

@@ -9,6 +9,7 @@ which Arrow does not always keep (a HUGEINT sum becomes a decimal, an interval a
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import pyarrow as pa
 from lshsql import manifest, schemas, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
-from lshsql.pipeline import STAGE_NAMES, labels, output_path, register_outputs
+from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, labels, output_path, register_outputs
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {
@@ -53,6 +54,8 @@ def open_work(work: str | Path, resources: db.Resources | None = None) -> Iterat
             text = str(e)
             message = next((m for token, m in unreadable.items() if token in text), None)
             if message is None:
+                message = _not_made_yet(work, text)
+            if message is None:
                 raise
             raise InputError(message) from None
 
@@ -70,6 +73,20 @@ def _register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, s
         )
         _failing_view(con, relation, token)
     return messages
+
+
+def _not_made_yet(work: Path, error: str) -> str | None:
+    """For DuckDB's "Table with name X does not exist" where X is an output of lshsql's that this folder
+    does not hold (not made yet, or the command that makes it was killed), what makes it."""
+    found = re.search(r"Table with name (\w+) does not exist", error)
+    relation = found.group(1) if found else None
+    if relation not in CATALOG_RELATIONS:
+        return None
+    if relation in STAGE_NAMES:
+        return f"{work}: no {relation} yet; run `lshsql run --work {work}` first"
+    made_by = WRITTEN_BY.get(relation)
+    command = f"`lshsql {made_by}`" if made_by else "`lshsql extract` or `lshsql ingest`"
+    return f"{work}: no {relation} yet; run {command} for {work} first"
 
 
 def unreadable(path: Path, error: Exception, remake: str) -> str:
