@@ -55,7 +55,7 @@ def near_share(candidates_per_url: float, pass_rate: float) -> float:
 
 
 # Memory a candidate passing the lanes' bound takes in the pairs stage (its rows in the two materialized
-# steps that follow it and in the final sort), with margin: 9.5M of them failed in one piece at 1 GB.
+# steps that follow it and in the final sort), with margin (bench/RESULTS.md, dedup on awkward corpora).
 PASSING_CANDIDATE_BYTES = 200
 
 

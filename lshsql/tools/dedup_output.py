@@ -193,7 +193,12 @@ def _open_text(tmp: Path, name: str):
     return open(tmp, "w", encoding="utf-8", newline="\n")
 
 
-def _selected(source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources, con=None):
+def _selected(
+    source: CorpusSource,
+    pick: tuple[np.ndarray, dict],
+    resources: db.Resources,
+    con: db.duckdb.DuckDBPyConnection | None = None,
+):
     """The selected rows of one source, batch by batch in input order, each with the indexes of its rows
     into the pick's ords (and so into its ADDED values)."""
     ords, _ = pick

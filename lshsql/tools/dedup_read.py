@@ -103,7 +103,7 @@ def read_all(
             copy_earlier_sets(earlier, writers, resources)
         # Kernels in `threads` threads; one writer thread appends the batches in order, so neither the
         # reading (DuckDB) nor the Parquet encoding waits for the other.
-        # one DuckDB for every file: opening one takes about 17 ms, a folder of many small files' time
+        # one DuckDB for every file: opening one per file dominated a folder of many small files
         with (
             ThreadPoolExecutor(resources.threads) as pool,
             ThreadPoolExecutor(1) as writer,

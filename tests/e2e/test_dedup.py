@@ -506,8 +506,8 @@ def test_parquet_row_groups_do_not_follow_the_batches_written(tmp_path, monkeypa
 
 
 def test_json_lines_are_read_within_a_small_memory_limit(tmp_path):
-    """DuckDB's JSON reader holds a buffer of twice the longest line it takes for each thread: at 1 GB and
-    2 threads, 256 MiB lines did not fit (a 5 kB file failed to allocate 512 MiB)."""
+    """DuckDB's JSON reader holds a buffer of twice the longest line it takes for each thread: the readers
+    fit their threads and longest line to the memory limit, so a small file reads at a small limit."""
     write_jsonl(tmp_path / "in.jsonl", DOCS)
     for limit, threads in (("1GB", 2), ("400MB", 1)):
         resources = Resources(memory_limit=limit, threads=threads)
@@ -516,8 +516,8 @@ def test_json_lines_are_read_within_a_small_memory_limit(tmp_path):
 
 
 def test_a_folder_of_many_files_opens_duckdb_a_few_times_not_per_file(tmp_path, monkeypatch):
-    """Opening DuckDB takes about 17 ms: a folder of 500 small files took 25 s to read (7 s now), one
-    connection each to scan it and to copy its kept lines."""
+    """One DuckDB for all the files' scans and one for all their kept lines' copies, not one per file for
+    each: opening DuckDB dominated a folder of many small files."""
     from lshsql.engines import duckdb as db
 
     folder = tmp_path / "parts"

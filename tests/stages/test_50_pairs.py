@@ -236,9 +236,9 @@ def test_passing_ranges_hold_the_largest_block(passing, memory, expected):
 
 
 def test_many_identical_bags_are_verified_in_blocks(tmp_path, monkeypatch):
-    """Identical bags make every candidate pass the lanes' bound, whatever a URL holds: 9.5M of them (10,000
-    copies of one document) failed in one piece at 1 GB. The planner counts the passing candidates (from
-    its sample, where every pair agrees) and cuts blocks for them; the pairs are those of one piece."""
+    """Identical bags make every candidate pass the lanes' bound, whatever a URL holds. The planner counts
+    the passing candidates (from its sample, where every pair agrees) and cuts blocks for them, also where
+    the candidates' url_ids are; the pairs are those of one piece."""
     import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
