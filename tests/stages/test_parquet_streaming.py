@@ -8,7 +8,9 @@ a reader's peak on the larger file stays that of the smaller one.
 
 from __future__ import annotations
 
+import gc
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -40,10 +42,22 @@ def files(tmp_path_factory) -> dict[int, Path]:
     return {groups: write_corpus(folder / f"corpus{groups}.parquet", groups) for groups in (SMALL, LARGE)}
 
 
+def settled_allocation() -> int:
+    """The bytes pyarrow holds once a reader read before has let go of its buffers: a pre-buffered read's
+    I/O threads free them after the reader is gone, and counted into the base they made the next peak small."""
+    gc.collect()
+    held, steady, deadline = pa.total_allocated_bytes(), 0, time.monotonic() + 10
+    while steady < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = pa.total_allocated_bytes()
+        steady, held = (steady + 1 if now == held else 0), now
+    return held
+
+
 def peak_allocated(items: Iterable, size: Callable[[object], int] = lambda item: 1) -> tuple[int, int]:
     """(the summed size of `items`, the most bytes pyarrow held above what it held before) while they are
     consumed."""
-    base, peak, total = pa.total_allocated_bytes(), 0, 0
+    base, peak, total = settled_allocation(), 0, 0
     for item in items:
         total += size(item)
         peak = max(peak, pa.total_allocated_bytes() - base)
