@@ -194,7 +194,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "pair_share",
             pa.float64(),
             "share of the size * (size - 1) / 2 member pairs that are in pairs: 1.0 for a clique, "
-            "2 / size for a chain or star; null for a singleton",
+            "2 / size for a chain or star; null for a singleton (in a dedup's folder an exact copy counts "
+            "one pair, with the document it copies)",
         ),
     ],
     "merges": [
@@ -344,7 +345,8 @@ COLUMNS["mirrors"] = [
     ),
 ]
 
-# `lshsql dedup` (sql/92_documents.sql, sql/93_duplicates.sql): every record read, and what became of it.
+# `lshsql dedup` (sql/92_documents.sql, sql/93_duplicates.sql): every record read, what became of it, and
+# its exact copies (lshsql/tools/dedup.py).
 COLUMNS["documents"] = [
     ("url_id", pa.int64(), "place in the keep order (url_ids of bags, signatures, pairs); null if skipped"),
     ("url", pa.string(), "url_id with 12 digits, a space and the id (or # and the row): the url in pairs"),
@@ -357,6 +359,17 @@ COLUMNS["documents"] = [
     ("n_shingles", pa.int64(), "distinct shingles (0: nothing to compare)"),
     ("skip_reason", pa.string(), "why the record was not compared, or null"),
     ("earlier", pa.bool_(), "a document kept by the earlier dedup of --against (row and id are its own)"),
+    (
+        "copy_of",
+        pa.int64(),
+        "an exact copy (the same shingle set as a document before it in keep order): the url_id of the "
+        "first document of its set, compared in its place (signatures and pairs leave copies out); null "
+        "otherwise",
+    ),
+]
+COLUMNS["copies"] = [
+    ("url_id", pa.int64(), "an exact copy (documents.url_id), left out of signatures and pairs"),
+    ("copy_of", pa.int64(), "the first document of its shingle set in keep order, compared in its place"),
 ]
 COLUMNS["duplicates"] = [
     ("row", pa.int64(), "the record's row (documents.row)"),

@@ -1,6 +1,7 @@
 -- stage:  documents
--- reads:  records(source, source_path, ord, id, n_bytes, n_shingles, seq, keep, skip_reason), earlier_kept(url_id, row, id, source_path)
--- writes: documents(url_id, url, stream_id, row, source, ord, id, n_bytes, n_shingles, skip_reason, earlier)
+-- reads:  records(source, source_path, ord, id, n_bytes, n_shingles, seq, keep, skip_reason, digest_a, digest_b)
+-- reads:  earlier_kept(url_id, row, id, source_path)
+-- writes: documents(url_id, url, stream_id, row, source, ord, id, n_bytes, n_shingles, skip_reason, earlier, copy_of)
 -- order:  url_id nulls last, row
 -- param:  policy VARCHAR   which document of a group stays: 'first' (input order), 'longest' (most bytes
 --                          of text) or 'column' (the largest keep value: numbers as numbers, else as text)
@@ -13,7 +14,8 @@
 -- keeps nodes in url_id order, so the rank decides which document of a group is kept. stream_id (records'
 -- seq) is the url_id the sets were written under, in reading order: the same for the policy 'first'. The
 -- earlier corpus's kept documents come first, with their earlier row and id: a new document can only be
--- removed in their favour, never the reverse.
+-- removed in their favour, never the reverse. copy_of marks the exact copies (documents with the same
+-- shingle set as one before them in keep order) with the url_id of the first document of their set.
 
 with
 
@@ -36,18 +38,27 @@ ranks as (
                 end desc nulls last,
                 case when $policy = 'column' then records_numbered.keep end desc nulls last,
                 records_numbered.row
-        ) as url_id
+        ) as url_id,
+        records_numbered.n_shingles,
+        records_numbered.digest_a,
+        records_numbered.digest_b
     from records_numbered
     where records_numbered.seq is not null
 ),
 
+-- A shingle set is known by its size and its two 64-bit digests: the first of its documents in keep order
+-- is compared in the place of the others, its exact copies, and decides for them (see lshsql/tools/dedup.py)
 ranked as (
     select
         ranks.row,
         ranks.url_id,
         lpad(cast(ranks.url_id as varchar), $digits, '0')
         || ' '
-        || coalesce(ranks.id, '#' || ranks.row) as url
+        || coalesce(ranks.id, '#' || ranks.row) as url,
+        nullif(
+            min(ranks.url_id) over (partition by ranks.n_shingles, ranks.digest_a, ranks.digest_b),
+            ranks.url_id
+        ) as copy_of
     from ranks
 ),
 
@@ -63,7 +74,8 @@ final as (
         records_numbered.n_bytes,
         records_numbered.n_shingles,
         records_numbered.skip_reason,
-        false as earlier
+        false as earlier,
+        ranked.copy_of
     from records_numbered
     left join ranked on records_numbered.row = ranked.row
     union all
@@ -80,7 +92,8 @@ final as (
         null as n_bytes,
         null as n_shingles,
         null as skip_reason,
-        true as earlier
+        true as earlier,
+        null as copy_of
     from earlier_kept
 )
 

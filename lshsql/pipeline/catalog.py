@@ -29,7 +29,7 @@ CATALOG_STORAGE = "v1.0.0"
 CATALOG_RELATIONS = (
     "pages", "links", "fragments", "url_aliases", "surface_forms", *STAGE_NAMES, "frozen_idf",
     "cluster_history", "labels",
-    "merges", "cluster_tree", "cut", "cut_labels", "mirrors", "documents", "duplicates",
+    "merges", "cluster_tree", "cut", "cut_labels", "mirrors", "documents", "copies", "duplicates",
 )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from lshsql.engines.base import Engine
 from lshsql.errors import StageError
 
 MAX_ROUNDS = 100_000
+COPIES = "copies.parquet"  # `lshsql dedup`'s exact copies: url_id, copy_of (a run's folder has none)
 
 
 def center(engine: Engine) -> int:
@@ -56,3 +57,20 @@ def components(engine: Engine) -> int:
             break
     engine.table("assignments", "select node, label as center from labels")
     return rounds
+
+
+def add_copies(engine: Engine) -> None:
+    """Put each exact copy of the view `copies(url_id, copy_of)` in the cluster of the document it copies,
+    which stood for it in the pairs: whatever a copy would meet, the document before it meets first, so
+    CENTER decides a copy as it decides that document, and components alike. A copied document without
+    pairs is first made a cluster of its own."""
+    engine.append(
+        "assignments",
+        "select distinct copies.copy_of, copies.copy_of from copies "
+        "anti join assignments on copies.copy_of = assignments.node",
+    )
+    engine.append(
+        "assignments",
+        "select copies.url_id, assignments.center from copies "
+        "inner join assignments on copies.copy_of = assignments.node",
+    )

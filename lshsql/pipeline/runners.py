@@ -22,7 +22,7 @@ from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_account
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags, unit_tf
 from lshsql.pipeline.pairs_runner import run_pairs
-from lshsql.pipeline.rounds import center, components
+from lshsql.pipeline.rounds import COPIES, add_copies, center, components
 from lshsql.pipeline.stages import (
     BAGS_SOURCE_SQL,
     Stage,
@@ -353,6 +353,22 @@ def _run_bucket_sizes(engine: Engine, stage: Stage, params: Params, work: Path, 
     return rows, {**{name: int(v or 0) for name, v in zip(names, stats, strict=True)}, **extra}
 
 
+# the pairs the clusters' diagnostics count in a dedup's folder: each exact copy paired with the document it
+# copies too, Jaccard 1 (sql/62_clusters.sql reads these columns only)
+PAIRS_WITH_COPIES = (
+    "select u, v, similarity, u_id, v_id from pairs_of_sets union all "
+    "select originals.url, copied.url, cast(1 as double), copies.copy_of, copies.url_id from copies "
+    "inner join urls as originals on copies.copy_of = originals.url_id "
+    "inner join urls as copied on copies.url_id = copied.url_id"
+)
+
+COPIES_NOTE = (
+    "A dedup's exact copies (copies.parquet) were added to assignments after the rounds, each with the "
+    "center of the document it copies (rounds.add_copies), and pairs is that file's rows with each copy "
+    f"paired with that document: {PAIRS_WITH_COPIES}"
+)
+
+
 def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """CENTER or components over the pairs, then stable ids matched to the clusters this run replaces
     (lshsql/lsh/cluster_ids.py): the history is written before the new file is renamed into place."""
@@ -362,6 +378,11 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
         "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs",
     )
     rounds = center(engine) if params.clustering == "center" else components(engine)
+    copies = work / COPIES
+    if copies.exists():  # a dedup's folder: its exact copies were left out of the pairs
+        engine.register({"copies": str(copies), "pairs_of_sets": str(output_path(work, "pairs"))})
+        add_copies(engine)
+        engine.view("pairs", PAIRS_WITH_COPIES)
     out = output_path(work, stage.name)
     history = work / cluster_ids.HISTORY
     recorded = manifest.read(work)["stages"]
@@ -390,6 +411,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
             "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",
             f"cluster_ids(center_id, cluster_id) is sql/{cluster_ids.MATCH_SQL} over these clusters and the "
             "clusters.parquet this run replaced (lshsql/lsh/cluster_ids.py).",
+            *([COPIES_NOTE] if copies.exists() else []),
         ),
     )
     stats = row_of_output(

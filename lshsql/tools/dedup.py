@@ -9,6 +9,12 @@ removes each other document in favour of the first kept document it duplicates. 
 is a direct near-duplicate of the one kept for it: groups never chain unrelated documents through a
 third. The policy's order is the order of url_id, and a url is its url_id written with 12 digits, a
 space and the document's id, so that urls sort as their ids and read well (documents.parquet has both).
+
+Exact copies (documents with the same shingle set, known by its size and two 64-bit digests) are left
+out of the signatures: the first document of each set in keep order is compared in the place of the
+others, and the clusters stage puts them in its cluster (pipeline/rounds.add_copies). That is the
+decision CENTER makes with the copies compared too, since every pair of a copy is a pair of the document
+before it, without the pairs among the copies, whose number grows with the square of theirs.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError
 from lshsql.params import Params
 from lshsql.pipeline import Log, run_stages
+from lshsql.pipeline.rounds import COPIES
 from lshsql.sources import corpus
 from lshsql.sources.corpus import CorpusSource
 from lshsql.sources.frames import as_arrow
@@ -42,7 +49,7 @@ KEEP_POLICIES = ("first", "longest")
 STAGES_RUN = ("buckets", "candidates", "bucket_sizes", "pairs", "clusters")
 # The tables a dedup writes in its work folder (DIR/<name>.parquet), what a dedup in it again removes first
 WRITTEN = frozenset(
-    ("records", "documents", "urls", "bags", "signatures", *STAGES_RUN)
+    ("records", "documents", "urls", "bags", "signatures", "copies", *STAGES_RUN)
     + ("cluster_history", "cluster_labels", "duplicates")
 )
 
@@ -130,6 +137,7 @@ class DedupSummary:
     text_bytes: int
     seconds: float
     outputs: list[str] = field(default_factory=list)
+    exact_copies: int = 0  # documents with the shingle set of one before them, compared once (kept or not)
 
     def lines(self) -> list[str]:
         """The summary `lshsql dedup` prints."""
@@ -143,6 +151,8 @@ class DedupSummary:
             f"groups:          {self.groups:,} with duplicates, the largest of {self.largest_group:,} "
             "documents",
         ]
+        if self.exact_copies:
+            out.append(f"  exact copies (the same shingles, compared once): {self.exact_copies:,}")
         if self.removed_by_earlier:
             out.append(f"  removed as duplicates of the earlier corpus: {self.removed_by_earlier:,}")
         out += [
@@ -226,7 +236,7 @@ def dedup_files(
         resources = db.for_work(work, resources)
         _clear(work)
         text_bytes = read_all(sources, work, params, resources, earlier, log, progress)
-        _rank(work, params, resources, earlier)
+        copies = _rank(work, params, resources, earlier)
         try:
             run_stages(work, params.run_params(), STAGES_RUN, resources, log)
         except ParamError as e:  # the planner's advice names run's -k and -l, which dedup does not take
@@ -242,7 +252,7 @@ def dedup_files(
             "params": asdict(params),
             "index": params.index_key(),
             "against": str(against) if against else None,
-            "stats": stats,
+            "stats": {**stats, "exact_copies": copies},
         }
         manifest.write(work, data)
         written = dedup_output.write_outputs(work, sources, out, removed, removed_rows, resources)
@@ -252,6 +262,7 @@ def dedup_files(
         text_bytes=text_bytes,
         seconds=time.perf_counter() - started,
         outputs=written,
+        exact_copies=copies,
     )
 
 
@@ -313,10 +324,12 @@ def _clear(work: Path) -> None:
 # --- ranking, deciding ------------------------------------------------------------------------------
 
 
-def _rank(work: Path, params: DedupParams, resources: db.Resources, earlier: dict | None) -> None:
-    """DIR/documents.parquet (sql/92_documents.sql): every record with its row in input order and,
-    if it has shingles, its url_id: its rank under the keep policy; and DIR/urls.parquet. For a policy
-    other than input order, bags and signatures are written again under the ranked url_ids."""
+def _rank(work: Path, params: DedupParams, resources: db.Resources, earlier: dict | None) -> int:
+    """DIR/documents.parquet (sql/92_documents.sql): every record with its row in input order and, if it
+    has shingles, its url_id: its rank under the keep policy; DIR/urls.parquet; and DIR/copies.parquet,
+    the exact copies, which signatures.parquet then leaves out (see the module's docstring). For a policy
+    other than input order, bags and signatures are written again under the ranked url_ids. Returns the
+    number of exact copies."""
     policy = params.keep if params.keep in KEEP_POLICIES else "column"
     values = {"policy": policy, "base": earlier["kept"] if earlier else 0, "digits": URL_DIGITS}
     with db.connect(resources) as con:
@@ -329,27 +342,38 @@ def _rank(work: Path, params: DedupParams, resources: db.Resources, earlier: dic
         documents = work / "documents.parquet"
         sqlfiles.materialize(con, sqlfiles.load("92_documents.sql"), values, documents)
         schemas.validate(documents, "documents")
+        sqlfiles.register_inputs(con, {"documents": str(documents)})
         con.execute(
-            "copy (select url_id, url, n_shingles as n_terms from read_parquet($d) where url_id is not null "
+            "copy (select url_id, url, n_shingles as n_terms from documents where url_id is not null "
             "order by url_id) to $out (format parquet, compression zstd)",
-            {"d": str(documents), "out": str(work / "urls.parquet")},
+            {"out": str(work / "urls.parquet")},
         )
+        copies = db.scalar(con, "select count(copy_of) from documents")
+        con.execute(
+            "copy (select url_id, copy_of from documents where copy_of is not null order by url_id) "
+            "to $out (format parquet, compression zstd)",
+            {"out": str(work / COPIES)},
+        )
+        schemas.validate(work / COPIES, "copies")
         if policy != "first":
             _renumber(con, work, "bags", "url_id, term_hash")
-            _renumber(con, work, "signatures", "url_id")
+        if policy != "first" or copies:
+            _renumber(con, work, "signatures", "url_id", originals_only=True)
+    return copies
 
 
-def _renumber(con, work: Path, table: str, order: str) -> None:
-    """Rewrite a table's url_ids from reading order (stream_id) to rank order (url_id)."""
+def _renumber(con, work: Path, table: str, order: str, originals_only: bool = False) -> None:
+    """Rewrite a table's url_ids from reading order (stream_id) to rank order (url_id); with originals_only
+    without the rows of exact copies."""
     stream = work / f"{table}.stream.parquet"
     (work / f"{table}.parquet").rename(stream)
+    where = "where documents.copy_of is null" if originals_only else ""
     query = (
         f"copy (select documents.url_id, t.* exclude (url_id) from read_parquet($t) as t "
-        "inner join read_parquet($d) as documents on t.url_id = documents.stream_id "
+        f"inner join documents on t.url_id = documents.stream_id {where} "
         f"order by {order}) to $out (format parquet, compression uncompressed)"
-    )  # table and order are constants of this module
-    values = {"t": str(stream), "d": str(work / "documents.parquet"), "out": str(work / f"{table}.parquet")}
-    con.execute(query, values)
+    )  # table, where and order are constants of this module
+    con.execute(query, {"t": str(stream), "out": str(work / f"{table}.parquet")})
     stream.unlink()
 
 

@@ -25,6 +25,30 @@ SHOWN = 8
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as the shingling kernel splits words
 
 
+# A document's near-duplicates: the pairs of its shingle set (its own, or the one of the document it is an
+# exact copy of) with other sets, each named by the first document of the set and its number of copies
+NEAR_SETS = """
+with
+sets as (
+    select url_id, url, coalesce(copy_of, url_id) as set_id,
+        count(*) over (partition by coalesce(copy_of, url_id)) - 1 as n_copies
+    from documents where url_id is not null
+),
+mine as (select set_id from sets where url_id = $id)
+select sets.url, pairs.similarity, sets.n_copies
+from pairs, mine
+inner join sets on sets.url_id = case when pairs.u_id = mine.set_id then pairs.v_id else pairs.u_id end
+where pairs.u_id = mine.set_id or pairs.v_id = mine.set_id
+order by pairs.similarity desc, sets.url limit $n
+"""
+# The other documents of a document's shingle set: how many, and the first (none when it has no copies)
+SAME_SET = """
+select count(*), min(others.url) from documents as mine, documents as others
+where mine.url_id = $id and others.url_id <> $id
+    and coalesce(others.copy_of, others.url_id) = coalesce(mine.copy_of, mine.url_id)
+"""
+
+
 def is_dedup(work: str | Path) -> bool:
     """The folder holds a `lshsql dedup`."""
     return "dedup" in manifest.read(work)
@@ -47,10 +71,13 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
                 {"u": u_id, "v": v_id},
             ).fetchall()
         }
-        signatures = {
+        signatures = {  # an exact copy's is the one of the document it copies
             row[0]: row[1:]
             for row in con.execute(
-                "select * from signatures where url_id in ($u, $v)", {"u": u_id, "v": v_id}
+                "select documents.url_id, signatures.* exclude (url_id) from documents inner join signatures "
+                "on coalesce(documents.copy_of, documents.url_id) = signatures.url_id "
+                "where documents.url_id in ($u, $v)",
+                {"u": u_id, "v": v_id},
             ).fetchall()
         }
         agree = [a == b for a, b in zip(signatures[u_id], signatures[v_id], strict=True)]
@@ -98,20 +125,24 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
             "'') from duplicates where url = $url",
             {"url": url},
         ).fetchall()
-        pairs = con.execute(
-            "select case when u_id = $id then v else u end, similarity from pairs "
-            "where u_id = $id or v_id = $id order by similarity desc, 1 limit $n",
-            {"id": url_id, "n": SHOWN},
-        ).fetchall()
+        pairs = con.execute(NEAR_SETS, {"id": url_id, "n": SHOWN}).fetchall()
+        (n_same, first_same) = con.execute(SAME_SET, {"id": url_id}).fetchall()[0]
     out = [
         f"document: {url}",
         f"decision: {decided[0][0] if decided else 'kept by the earlier dedup'}",
         f"read from: {source}"
         + ("" if earlier else f", its record {ord_} (row {row} of the input); {n_shingles} shingles"),
-        "",
-        "near-duplicates (similarity):",
     ]
-    return out + ([f"  {other}  {similarity:.3f}" for other, similarity in pairs] or ["  none"])
+    if n_same:
+        out.append(f"exact copies (the same shingles): {n_same:,} other document(s), the first {first_same}")
+    out += ["", "near-duplicates (similarity):"]
+    return out + (
+        [
+            f"  {other}  {similarity:.3f}" + (f"  (and {n_copies:,} exact copies of it)" if n_copies else "")
+            for other, similarity, n_copies in pairs
+        ]
+        or ["  none"]
+    )
 
 
 def document_texts(

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from lshsql import schemas
 from lshsql.engines import duckdb as db
+from lshsql.engines.digests import set_digests
 from lshsql.errors import InputError
 from lshsql.lsh.minhash import set_signatures
 from lshsql.pipeline import Log
@@ -37,6 +38,8 @@ RECORDS_SCHEMA = pa.schema(
         ("seq", pa.int64()),
         ("keep", pa.string()),
         ("skip_reason", pa.string()),
+        ("digest_a", pa.int64()),  # the shingle set's two 64-bit digests (engines/digests.set_digests)
+        ("digest_b", pa.int64()),
     ]
 )
 
@@ -137,33 +140,35 @@ def _hand_over(
     """Give the oldest shingled batch, with url_ids after last_id, to the writer thread; at most a few
     batches wait there. Returns the last url_id given."""
     batch, future = pending.pop(0)
-    hashes, counts, signatures = future.result()
+    sets = future.result()
     while len(written) > 4 and not written[-5].done():
         written[-5].result()
-    written.append(
-        writer.submit(_write_batch, writers, index, path, batch, hashes, counts, signatures, last_id)
-    )
-    return last_id + int((counts > 0).sum())
+    written.append(writer.submit(_write_batch, writers, index, path, batch, sets, last_id))
+    return last_id + int((sets[1] > 0).sum())
 
 
-def _sets_of(texts: pa.Array, params: DedupParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(shingle hashes, count per text, signatures of the texts with shingles), in a worker thread."""
+def _sets_of(texts: pa.Array, params: DedupParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(shingle hashes, count per text, signatures and digests of the texts with shingles), in a worker
+    thread."""
     n, chars = params.shingling()
     hashes, counts = shingle_hashes(texts, n, chars)
     signatures = set_signatures(hashes, counts[counts > 0], params.seed, params.num_perm)
-    return hashes, counts, signatures
+    return hashes, counts, signatures, set_digests(hashes, counts[counts > 0])
 
 
 def _write_batch(
-    writers: Writers, index: int, path: str, batch: pa.RecordBatch, hashes, counts, signatures, last_id: int
+    writers: Writers, index: int, path: str, batch: pa.RecordBatch, sets: tuple, last_id: int
 ) -> int:
-    """Append one scanned batch: its records, and the sets of its documents with shingles under url_ids
-    after last_id. Returns its bytes of text."""
+    """Append one scanned batch: its records, and the sets of its documents with shingles (_sets_of) under
+    url_ids after last_id. Returns its bytes of text."""
+    hashes, counts, signatures, digests = sets
     n_bytes = pc.fill_null(pc.binary_length(batch.column(2)), 0).cast(pa.int64())
     has_sets = counts > 0
     url_ids = np.arange(last_id + 1, last_id + 1 + int(has_sets.sum()), dtype=np.int64)
     seq = np.zeros(len(counts), dtype=np.int64)
     seq[has_sets] = url_ids
+    digest_a, digest_b = np.zeros(len(counts), np.int64), np.zeros(len(counts), np.int64)
+    digest_a[has_sets], digest_b[has_sets] = digests[:, 0], digests[:, 1]
     no_words = pc.and_(pc.is_null(batch.column(4)), pa.array(~has_sets))
     columns = [
         pa.array(np.full(batch.num_rows, index, dtype=np.int32)),
@@ -175,6 +180,8 @@ def _write_batch(
         pa.array(seq, mask=~has_sets),
         batch.column(3).cast(pa.string()),
         pc.if_else(no_words, pa.scalar("no_words"), batch.column(4)),
+        pa.array(digest_a, mask=~has_sets),
+        pa.array(digest_b, mask=~has_sets),
     ]
     writers.records.write_batch(pa.RecordBatch.from_arrays(columns, schema=RECORDS_SCHEMA))
     writers.add_sets(url_ids, hashes, counts[has_sets], signatures)

@@ -26,7 +26,7 @@ from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, labels, output_path,
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {
     "labels": "ingest", "merges": "hierarchy", "cluster_tree": "hierarchy", "cut": "cut", "cut_labels": "cut",
-    "mirrors": "mirrors", "documents": "dedup", "duplicates": "dedup",
+    "mirrors": "mirrors", "documents": "dedup", "copies": "dedup", "duplicates": "dedup",
 }  # fmt: skip
 
 

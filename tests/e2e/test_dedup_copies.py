@@ -1,0 +1,176 @@
+"""`lshsql dedup` sets exact copies (documents with the same shingle set) aside before the LSH stages: only
+the first of each set in keep order is signed and compared, and the others follow its decision. Checked
+against the dedup's rule applied by brute force to every document (CENTER over the exact Jaccard of all
+pairs), on a corpus where copies are most of the documents, with every keep policy, --against, explain."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+import lshsql
+from lshsql.cli import app
+from lshsql.sources.shingles import shingle_hashes
+from lshsql.tools.dedup import DedupParams, dedup_files
+
+RNG = np.random.default_rng(20261128)
+VOCAB = [f"{a}{b}{c}" for a in "bcdfghklmnprstvz" for b in "aeiou" for c in "bcdfghklmnprstvz"][:3000]
+
+
+def words(n: int) -> list[str]:
+    return [VOCAB[i] for i in RNG.integers(0, len(VOCAB), n)]
+
+
+def corpus() -> list[dict]:
+    """An error page and 200 copies of it (some in capitals with blanks after: the same shingles, more
+    bytes); a document, a near-duplicate of it and 30 copies of that near-duplicate; copies of a document
+    whose near-duplicate comes first; and 20 unrelated documents, one of them twice."""
+    page = "Page not found. Sorry, the page you asked for is not here: go back to the home page."
+    source = words(200)
+    near = list(source)
+    near[100] = "changed"
+    late = words(150)
+    late_near = list(late)
+    late_near[20] = "edited"
+    docs = [{"id": "page", "text": page}]
+    docs += [{"id": f"page-{i}", "text": page if i % 3 else page.upper() + "   "} for i in range(200)]
+    docs += [{"id": "source", "text": " ".join(source)}, {"id": "near", "text": " ".join(near)}]
+    docs += [{"id": f"near-{i}", "text": " ".join(near)} for i in range(30)]
+    docs += [{"id": "late-near", "text": " ".join(late_near)}]
+    docs += [{"id": f"late-{i}", "text": " ".join(late)} for i in range(5)]
+    for i in range(20):
+        docs.append({"id": f"other-{i}", "text": " ".join(words(120))})
+    docs.append({"id": "other-again", "text": docs[-1]["text"]})
+    return docs
+
+
+def brute_force(docs: list[dict], order: list[int], threshold: float) -> dict[str, tuple]:
+    """What the dedup decides, from the exact Jaccard of every pair: in keep order, a document is kept
+    unless a kept document before it is its near-duplicate, and removed for the first such one."""
+    hashes, counts = shingle_hashes(pa.array([d["text"] for d in docs]), 5)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    sets = [frozenset(hashes[starts[i] : starts[i + 1]].tolist()) for i in range(len(docs))]
+    kept: list[int] = []
+    decided = {}
+    for i in order:
+        for k in kept:
+            jaccard = len(sets[i] & sets[k]) / len(sets[i] | sets[k])
+            if jaccard >= threshold:
+                decided[docs[i]["id"]] = ("duplicate", docs[k]["id"], jaccard)
+                break
+        else:
+            kept.append(i)
+            decided[docs[i]["id"]] = ("kept", None, None)
+    return decided
+
+
+def decisions(work) -> dict[str, tuple]:
+    rows = duckdb.sql(f"select id, reason, kept_id, similarity from '{work}/duplicates.parquet'").fetchall()
+    return {doc_id: (reason, kept_id, similarity) for doc_id, reason, kept_id, similarity in rows}
+
+
+def write_jsonl(path, docs) -> None:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def copies_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("copies")
+    docs = corpus()
+    write_jsonl(folder / "corpus.jsonl", docs)
+    summary = dedup_files([str(folder / "corpus.jsonl")], folder / "work")
+    return folder, docs, summary
+
+
+def test_copies_follow_the_first_document_of_their_set(copies_run):
+    folder, docs, summary = copies_run
+    expected = brute_force(docs, list(range(len(docs))), 0.7)
+    assert decisions(folder / "work") == expected
+    assert expected["page-7"] == ("duplicate", "page", 1.0)
+    # the copies of a removed document go where it goes, with its similarity
+    assert expected["near-3"] == expected["near"] and expected["near"][:2] == ("duplicate", "source")
+    # a near-duplicate first, its copies' set after it
+    assert expected["late-0"][:2] == ("duplicate", "late-near") and expected["late-4"] == expected["late-0"]
+    assert summary.kept == 23 and summary.removed == len(docs) - 23 and summary.largest_group == 201
+    assert (
+        summary.exact_copies == 235
+        and "  exact copies (the same shingles, compared once): 235" in summary.lines()
+    )
+
+
+def test_only_the_first_of_a_set_is_signed_and_compared(copies_run):
+    folder, docs, _ = copies_run
+    work = folder / "work"
+    count = lambda table: duckdb.sql(f"select count(*) from '{work}/{table}.parquet'").fetchall()[0][0]  # noqa: E731
+    n_copies = 200 + 30 + 4 + 1  # of page, of near, of late-0 (the first of late's), of other-19
+    assert count("copies") == n_copies
+    assert count("signatures") == len(docs) - n_copies
+    # every copy in the cluster of the document it copies; candidates and pairs between sets only
+    (outside,) = duckdb.sql(
+        f"select count(*) from '{work}/copies.parquet' as c "
+        f"join '{work}/clusters.parquet' as copied on c.url_id = copied.url_id "
+        f"join '{work}/clusters.parquet' as original on c.copy_of = original.url_id "
+        "where copied.center_id <> original.center_id or copied.is_center"
+    ).fetchall()[0]
+    assert outside == 0 and count("clusters") == len(docs)
+    (with_copies,) = duckdb.sql(
+        f"select count(*) from '{work}/candidates.parquet' as c join '{work}/copies.parquet' as k "
+        "on k.url_id in (c.u_id, c.v_id)"
+    ).fetchall()[0]
+    assert with_copies == 0 and count("candidates") < 10
+    size, least = duckdb.sql(
+        f"select size, min_pair_similarity from '{work}/clusters.parquet' where url like '% page'"
+    ).fetchall()[0]
+    assert (size, least) == (201, 1.0)
+
+
+@pytest.mark.parametrize("keep", ["longest", "rank"])
+def test_the_copy_first_in_keep_order_is_the_one_kept(tmp_path, keep):
+    docs = corpus()
+    for i, doc in enumerate(docs):
+        doc["rank"] = (i * 37) % 101  # ties broken by input order
+    write_jsonl(tmp_path / "corpus.jsonl", docs)
+    dedup_files([str(tmp_path / "corpus.jsonl")], tmp_path / "work", DedupParams(keep=keep))
+    if keep == "longest":
+        key = lambda i: (-len(docs[i]["text"].encode()), i)  # noqa: E731
+    else:
+        key = lambda i: (-docs[i]["rank"], i)  # noqa: E731
+    expected = brute_force(docs, sorted(range(len(docs)), key=key), 0.7)
+    assert decisions(tmp_path / "work") == expected
+    if keep == "longest":  # a copy in capitals has blanks after it: it is longer, so it stays
+        assert expected["page-0"] == ("kept", None, None) and expected["page"] == ("duplicate", "page-0", 1.0)
+
+
+def test_copies_of_an_earlier_corpus_are_removed_for_its_document(tmp_path, copies_run):
+    folder, docs, _ = copies_run
+    write_jsonl(tmp_path / "new.jsonl", [{"id": f"again-{i}", "text": docs[0]["text"]} for i in range(40)])
+    summary = dedup_files([str(tmp_path / "new.jsonl")], tmp_path / "work", against=folder / "work")
+    removed = lshsql.removed(tmp_path / "work").to_pylist()
+    assert summary.removed_by_earlier == 40 and summary.kept == 0
+    assert {(r["kept_id"], r["kept_earlier"], r["similarity"]) for r in removed} == {("page", True, 1.0)}
+
+
+def test_explain_an_exact_copy(copies_run):
+    folder, _, _ = copies_run
+    work = str(folder / "work")
+    runner = CliRunner()
+    (near_url, copy_url, source_url) = (
+        duckdb.sql(f"select url from '{work}/documents.parquet' where id = '{doc_id}'").fetchall()[0][0]
+        for doc_id in ("near", "near-5", "source")
+    )
+    one = runner.invoke(app, ["explain", "--work", work, copy_url])
+    assert one.exit_code == 0, one.output
+    assert "decision: duplicate of source (similarity 0.9" in one.output
+    assert f"exact copies (the same shingles): 30 other document(s), the first {near_url}" in one.output
+    listed = one.output.split("near-duplicates (similarity):")[1].splitlines()
+    assert len(listed) == 2 and listed[1].startswith(f"  {source_url}  0.9")
+    kept = runner.invoke(app, ["explain", "--work", work, source_url])
+    assert f"{near_url}  0.9" in kept.output and "(and 30 exact copies of it)" in kept.output
+    pair = runner.invoke(app, ["explain", "--work", work, copy_url, near_url])
+    assert pair.exit_code == 0, pair.output
+    assert "Jaccard 1.000" in pair.output and "80 of 80" in pair.output
