@@ -91,6 +91,13 @@ def test_version():
             "sketch must be one of minhash, oph",
         ),
         (["plan", "--sketch", "bottomk"], "sketch must be one of minhash, oph"),
+        # click's usage errors, one line too, saying where the options are listed
+        (["dedup"], "Missing argument 'inputs'. (see `"),
+        (["dedup"], "lshsql dedup --help`)"),
+        (["run", "--threshold", "abc", "{tmp}/not-a-crawl.txt"], "Invalid value for '--threshold'"),
+        (["frobnicate"], "No such command 'frobnicate'. (see `"),
+        (["run", "--no-such-option"], "No such option: --no-such-option"),
+        (["dedup", "{tmp}/not-a-crawl.txt", "--keep"], "Option '--keep' requires an argument"),
         (
             [
                 "run",
@@ -116,6 +123,14 @@ def test_bad_input_gives_one_line_and_a_nonzero_exit(tmp_path, args, message, ls
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("lshsql: error: ") and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_lshsql_alone_prints_its_commands():
+    result = lshsql()
+    assert result.returncode == 2 and result.stderr == ""
+    assert result.stdout.startswith("Usage: ") and all(
+        f" {command} " in result.stdout for command in COMMANDS
+    )
 
 
 def test_extract_prints_its_summary(tmp_path, lshsql_command):

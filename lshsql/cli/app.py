@@ -26,7 +26,6 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(
     cls=_Commands,
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     add_completion=False,
@@ -40,7 +39,15 @@ def main() -> None:
 
     only_lshsql_here()
     try:
-        app(standalone_mode=True)
+        code = app(standalone_mode=False)  # click's own errors come here too, to be said in one line
+    except typer.TyperException as e:  # typer's click: a wrong command, option or value; a missing file
+        ctx = getattr(e, "ctx", None)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        typer.echo(f"lshsql: error: {one_line(printable(e.format_message(), lines=False))}{where}", err=True)
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        typer.echo("lshsql: error: aborted", err=True)
+        sys.exit(1)
     except LshsqlError as e:
         if os.environ.get("LSHSQL_DEBUG"):
             raise
@@ -62,6 +69,7 @@ def main() -> None:
 
         typer.echo(f"lshsql: error: DuckDB: {error_message(e)}", err=True)
         sys.exit(3)
+    sys.exit(code if isinstance(code, int) else 0)  # typer.Exit's code; a command returns nothing
 
 
 def _version(value: bool) -> None:
@@ -72,10 +80,14 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Find related and near-duplicate pages in a web crawl and group them into clusters."""
+    if ctx.invoked_subcommand is None:  # `lshsql` alone: the commands, as `lshsql --help` lists them
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
