@@ -1,6 +1,8 @@
 """Shingles of plain text for `lshsql dedup`: the set of hashed word (or character) n-grams of each document.
 
-A compiled kernel (numba) reads the UTF-8 bytes of an Arrow string array once: it lowercases, splits into
+The text is first normalized to Unicode NFKC (pyarrow's utf8_normalize), so that one text in composed or
+decomposed accents, with ligatures or in full-width forms gives the same words. A compiled kernel (numba)
+then reads the UTF-8 bytes of the Arrow string array once: it lowercases, splits into
 words (maximal runs of letters and digits, as Python's str.isalnum says), hashes each word, combines n
 consecutive word hashes into a shingle hash and keeps each document's distinct shingles, sorted. With
 characters, the n-grams are taken over the words joined by single spaces. A document with words but fewer
@@ -13,19 +15,24 @@ compare with an earlier index.
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lshsql.engines.digests import set_digests
 from lshsql.engines.jit import njit
 from lshsql.engines.minhash import GOLDEN, finalize64
 
 TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters
 _SPACE = 32
 # The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
-PROBE_TEXT = "The shingles of this sentence, hashed, tell whether two indexes hash alike: Ünïcode 42."
+PROBE_TEXT = (
+    "The shingles of this sentence, hashed, tell whether two indexes hash alike: Ünïcode 42, cafe\u0301, "
+    "\ufb01nal ＷＩＤＴＨ."
+)  # a decomposed accent, a ligature and full-width letters: normalized alike, or not
 
 
 @cache
@@ -145,6 +152,7 @@ def shingle_hashes(
     texts = texts.cast(pa.large_string()) if texts.type != pa.large_string() else texts
     if len(texts) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
+    texts = _normalized(texts)
     validity, offsets, data = texts.buffers()
     offsets = np.frombuffer(offsets, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
@@ -153,7 +161,34 @@ def shingle_hashes(
     return _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table)
 
 
+def _normalized(texts: pa.LargeStringArray) -> pa.LargeStringArray:
+    """The texts in Unicode NFKC. Only texts with other than ASCII can change; Python's unicodedata tells
+    an already normalized text in one pass, where pyarrow's utf8_normalize rewrites every one. Invalid
+    UTF-8 (a Parquet file's strings are not checked when read) has each bad sequence replaced by U+FFFD,
+    as Python decodes it: not a letter, so a word break."""
+    wide = np.flatnonzero(
+        pc.fill_null(pc.invert(pc.string_is_ascii(texts)), False).to_numpy(zero_copy_only=False)
+    )
+    if not len(wide):
+        return texts
+    changed, values = [], []
+    for i, raw in zip(wide, texts.cast(pa.large_binary()).take(pa.array(wide)).to_pylist(), strict=True):
+        try:
+            text = valid = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text, valid = raw.decode("utf-8", "replace"), None
+        normal = unicodedata.normalize("NFKC", text)
+        if normal is not valid:
+            changed.append(i)
+            values.append(normal)
+    if not changed:
+        return texts
+    mask = np.zeros(len(texts), np.bool_)
+    mask[changed] = True
+    return pc.replace_with_mask(texts, pa.array(mask), pa.array(values, pa.large_string()))
+
+
 def probe_digest(n: int, chars: bool) -> int:
-    """The smallest shingle hash of PROBE_TEXT with these settings: equal digests, equal hashing."""
-    hashes, _ = shingle_hashes(pa.array([PROBE_TEXT]), n, chars)
-    return int(hashes[0])
+    """A digest of all the shingles of PROBE_TEXT with these settings: equal digests, equal hashing."""
+    hashes, counts = shingle_hashes(pa.array([PROBE_TEXT]), n, chars)
+    return int(set_digests(hashes, counts)[0, 0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from pathlib import Path
 
 import pyarrow as pa
@@ -169,8 +170,13 @@ def document_texts(
     return texts
 
 
+def _words(text: str) -> list[str]:
+    """The words the shingling kernel reads: of the NFKC form, lowercased (sources/shingles.py)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
 def _shingles(text: str, n: int, chars: bool) -> list[str]:
-    words = _WORD.findall(text.lower())
+    words = _words(text)
     if chars:
         joined = " ".join(words)
         return [joined[i : i + n] for i in range(max(1, len(joined) - n + 1))] if joined else []
@@ -201,7 +207,7 @@ def _differences(text_u: str | None, text_v: str | None) -> list[tuple[str, str]
     """The first SHOWN runs of words that differ: (words of u, words of v), either side may be empty."""
     if text_u is None or text_v is None:
         return []
-    a, b = _WORD.findall(text_u.lower()), _WORD.findall(text_v.lower())
+    a, b = _words(text_u), _words(text_v)
     runs = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if op != "equal":

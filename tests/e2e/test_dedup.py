@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -288,6 +289,18 @@ def test_against_an_earlier_corpus(tmp_path, monkeypatch):
         dedup_files(
             [str(tmp_path / "c.jsonl")], tmp_path / "wd", DedupParams(threshold=0.8), against=tmp_path / "wb"
         )
+
+
+def test_an_earlier_index_hashed_otherwise_is_refused(tmp_path, corpus_run):
+    folder, _ = corpus_run
+    earlier = tmp_path / "earlier"
+    shutil.copytree(folder / "work", earlier)
+    data = json.loads((earlier / "manifest.json").read_text())
+    data["dedup"]["index"]["probe"] = 728277943280765549  # an index made before texts were NFKC-normalized
+    (earlier / "manifest.json").write_text(json.dumps(data))
+    write_jsonl(tmp_path / "new.jsonl", DOCS[:3])
+    with pytest.raises(InputError, match="its shingles were hashed differently .*: dedup it again"):
+        dedup_files([str(tmp_path / "new.jsonl")], tmp_path / "work", against=earlier)
 
 
 def test_explain_clusters_and_query_read_a_dedup_folder(corpus_run):

@@ -6,6 +6,7 @@ pairs), on a corpus where copies are most of the documents, with every keep poli
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import duckdb
 import numpy as np
@@ -174,3 +175,15 @@ def test_explain_an_exact_copy(copies_run):
     pair = runner.invoke(app, ["explain", "--work", work, copy_url, near_url])
     assert pair.exit_code == 0, pair.output
     assert "Jaccard 1.000" in pair.output and "80 of 80" in pair.output
+
+
+def test_one_text_in_composed_and_decomposed_accents_is_one_document(tmp_path):
+    text = "Le café crème de la fiancée naïve, servi à côté du théâtre, était très apprécié ce matin-là."
+    forms = [{"id": form, "text": unicodedata.normalize(form, text)} for form in ("NFC", "NFD", "NFKD")]
+    assert len({doc["text"] for doc in forms}) == 2  # NFKD is NFD here: no compatibility characters
+    write_jsonl(tmp_path / "forms.jsonl", forms)
+    summary = dedup_files([str(tmp_path / "forms.jsonl")], tmp_path / "work")
+    removed = [
+        (r["id"], r["kept_id"], r["similarity"]) for r in lshsql.removed(tmp_path / "work").to_pylist()
+    ]
+    assert removed == [("NFD", "NFC", 1.0), ("NFKD", "NFC", 1.0)] and summary.exact_copies == 2
