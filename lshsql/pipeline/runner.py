@@ -115,7 +115,7 @@ def _run(
         manifest.set_aside_if_damaged(work)
         for stage_name in reuse.KEYED_STAGES:  # --force recomputes every URL, reusing nothing
             reuse.forget(work, stage_name)
-    if bags is None and "dedup" in manifest.read(work):
+    if "dedup" in manifest.read(work):  # with --bags too: its documents and copies are not a run's
         raise InputError(
             f"{work}: the work folder of `lshsql dedup`: run `lshsql dedup` again to change its options "
             "(`clusters`, `query` and `explain` read it as it is), or give `run` another folder"

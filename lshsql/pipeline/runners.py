@@ -371,21 +371,24 @@ COPIES_NOTE = (
 
 def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags) -> tuple[int, dict]:
     """CENTER or components over the pairs, then stable ids matched to the clusters this run replaces
-    (lshsql/lsh/cluster_ids.py): the history is written before the new file is renamed into place."""
+    (lshsql/lsh/cluster_ids.py): the history is written before the new file is renamed into place. In the
+    folder of a dedup, its exact copies (DIR/copies.parquet) join the clusters of their originals."""
     register(engine, work, stage.reads)
     engine.table(
         "edges",
         "select u_id as src, v_id as dst from pairs union all select v_id as src, u_id as dst from pairs",
     )
     rounds = center(engine) if params.clustering == "center" else components(engine)
+    folder = manifest.read(work)
     copies = work / COPIES
-    if copies.exists():  # a dedup's folder: its exact copies were left out of the pairs
+    with_copies = "dedup" in folder and copies.exists()  # a dedup's exact copies, left out of the pairs
+    if with_copies:
         engine.register({"copies": str(copies), "pairs_of_sets": str(output_path(work, "pairs"))})
         add_copies(engine)
         engine.view("pairs", PAIRS_WITH_COPIES)
     out = output_path(work, stage.name)
     history = work / cluster_ids.HISTORY
-    recorded = manifest.read(work)["stages"]
+    recorded = folder["stages"]
     run = cluster_ids.next_run(recorded, history)
     # a table: sql/62_cluster_ids.sql reads members twice, and a view would list the bags' URLs each time
     engine.table("lshsql_members", cluster_ids.CLUSTER_MEMBERS)
@@ -411,7 +414,7 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
             "which Python drives (lshsql/pipeline/rounds.py): create it before this select runs.",
             f"cluster_ids(center_id, cluster_id) is sql/{cluster_ids.MATCH_SQL} over these clusters and the "
             "clusters.parquet this run replaced (lshsql/lsh/cluster_ids.py).",
-            *([COPIES_NOTE] if copies.exists() else []),
+            *([COPIES_NOTE] if with_copies else []),
         ),
     )
     stats = row_of_output(

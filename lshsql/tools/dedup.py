@@ -12,9 +12,11 @@ space and the document's id, so that urls sort as their ids and read well (docum
 
 Exact copies (documents with the same shingle set, known by its size and two 64-bit digests) are left
 out of the signatures: the first document of each set in keep order is compared in the place of the
-others, and the clusters stage puts them in its cluster (pipeline/rounds.add_copies). That is the
-decision CENTER makes with the copies compared too, since every pair of a copy is a pair of the document
-before it, without the pairs among the copies, whose number grows with the square of theirs.
+others, and the clusters stage puts them in its cluster (pipeline/rounds.add_copies). Over the same pairs
+of distinct sets, that is the decision CENTER makes with the copies compared too, since every pair of a
+copy is a pair of the document before it; it saves the pairs among copies, whose number grows with the
+square of theirs. The LSH tables are planned for the distinct sets, so near the threshold the pairs found
+can differ from those of a dedup that compares every copy, both within the planner's recall.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class DedupSummary:
     text_bytes: int
     seconds: float
     outputs: list[str] = field(default_factory=list)
-    exact_copies: int = 0  # documents with the shingle set of one before them, compared once (kept or not)
+    exact_copies: int = 0  # documents with the shingle set of one before them in keep order: never kept
 
     def lines(self) -> list[str]:
         """The summary `lshsql dedup` prints."""

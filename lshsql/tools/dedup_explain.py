@@ -31,22 +31,35 @@ _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as the shingling k
 NEAR_SETS = """
 with
 sets as (
-    select url_id, url, coalesce(copy_of, url_id) as set_id,
-        count(*) over (partition by coalesce(copy_of, url_id)) - 1 as n_copies
-    from documents where url_id is not null
+    select
+        documents.url_id,
+        documents.url,
+        coalesce(documents.copy_of, documents.url_id) as set_id,
+        count(*) over (partition by coalesce(documents.copy_of, documents.url_id)) - 1 as n_copies
+    from documents
+    where documents.url_id is not null
 ),
-mine as (select set_id from sets where url_id = $id)
-select sets.url, pairs.similarity, sets.n_copies
-from pairs, mine
-inner join sets on sets.url_id = case when pairs.u_id = mine.set_id then pairs.v_id else pairs.u_id end
-where pairs.u_id = mine.set_id or pairs.v_id = mine.set_id
-order by pairs.similarity desc, sets.url limit $n
+mine as (select sets.set_id from sets where sets.url_id = $id),
+near as (
+    select pairs.v_id as set_id, pairs.similarity from pairs inner join mine on pairs.u_id = mine.set_id
+    union all
+    select pairs.u_id as set_id, pairs.similarity from pairs inner join mine on pairs.v_id = mine.set_id
+)
+select sets.url, near.similarity, sets.n_copies
+from near inner join sets on near.set_id = sets.url_id
+order by near.similarity desc, sets.url
+limit $n
 """
-# The other documents of a document's shingle set: how many, and the first (none when it has no copies)
+# A document's shingle set: its first document (the url itself for an original) and how many documents
+# share it besides the url
 SAME_SET = """
-select count(*), min(others.url) from documents as mine, documents as others
-where mine.url_id = $id and others.url_id <> $id
-    and coalesce(others.copy_of, others.url_id) = coalesce(mine.copy_of, mine.url_id)
+with mine as (
+    select coalesce(documents.copy_of, documents.url_id) as set_id from documents where documents.url_id = $id
+)
+select
+    (select documents.url from documents, mine where documents.url_id = mine.set_id),
+    (select count(*) from documents, mine
+     where coalesce(documents.copy_of, documents.url_id) = mine.set_id and documents.url_id <> $id)
 """
 
 
@@ -127,19 +140,22 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
             {"url": url},
         ).fetchall()
         pairs = con.execute(NEAR_SETS, {"id": url_id, "n": SHOWN}).fetchall()
-        (n_same, first_same) = con.execute(SAME_SET, {"id": url_id}).fetchall()[0]
+        (first, n_same) = con.execute(SAME_SET, {"id": url_id}).fetchall()[0]
     out = [
         f"document: {url}",
         f"decision: {decided[0][0] if decided else 'kept by the earlier dedup'}",
         f"read from: {source}"
         + ("" if earlier else f", its record {ord_} (row {row} of the input); {n_shingles} shingles"),
     ]
-    if n_same:
-        out.append(f"exact copies (the same shingles): {n_same:,} other document(s), the first {first_same}")
+    if first != url:
+        out.append(f"exact copy of: {first}, compared in its place ({n_same:,} documents share its shingles)")
+    elif n_same:
+        out.append(f"exact copies (the same shingles): {n_same:,}, compared as this document")
     out += ["", "near-duplicates (similarity):"]
     return out + (
         [
-            f"  {other}  {similarity:.3f}" + (f"  (and {n_copies:,} exact copies of it)" if n_copies else "")
+            f"  {other}  {similarity:.3f}"
+            + (f"  (and its {n_copies:,} exact {'copy' if n_copies == 1 else 'copies'})" if n_copies else "")
             for other, similarity, n_copies in pairs
         ]
         or ["  none"]

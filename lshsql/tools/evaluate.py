@@ -24,6 +24,7 @@ from lshsql.engines import duckdb as db
 from lshsql.engines.base import DuckDBEngine, Engine, materialize_in_parts
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import output_path
+from lshsql.pipeline.rounds import COPIES
 from lshsql.tools.cluster_scores import cluster_metrics
 from lshsql.tools.cluster_scores import ratio as _ratio
 
@@ -37,10 +38,15 @@ REQUIRED = ("bags", "urls", "candidates", "pairs")
 
 def register_flattened_bags(engine: Engine, path: Path) -> None:
     """The bags as eval measures them: weight = whole copies, round(weight) but at least 1, the multiset the
-    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree."""
+    signatures estimate and verified pairs are measured on (sql/50_pairs.sql), so truth and pairs agree.
+    In a dedup's folder, without its exact copies (DIR/copies.parquet): its pairs are of distinct sets."""
     engine.register({"bags_file": str(path)})
     copies = "cast(greatest(1, cast(round(weight) as integer)) as double) as weight"
-    engine.view("bags", f"select url_id, term_hash, tf, df, {copies} from bags_file")
+    bags = f"select url_id, term_hash, tf, df, {copies} from bags_file"
+    if "dedup" in manifest.read(path.parent) and (path.parent / COPIES).exists():
+        engine.register({"copies_file": str(path.parent / COPIES)})
+        bags += " anti join copies_file using (url_id)"
+    engine.view("bags", bags)
 
 
 def truth(con: duckdb.DuckDBPyConnection, work: Path, threshold: float, batches: int = 1) -> int:

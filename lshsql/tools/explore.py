@@ -22,6 +22,7 @@ from lshsql import manifest, schemas, urls
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, ParamError, one_line
 from lshsql.pipeline import CATALOG_RELATIONS, STAGE_NAMES, labels, output_path, register_outputs
+from lshsql.pipeline.rounds import COPIES
 
 # The command that writes an output that `lshsql run` does not (extract's outputs are the default).
 WRITTEN_BY = {
@@ -168,6 +169,11 @@ def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "pairs", "clusters")
         found = described_url(con, url)
+        folder = manifest.read(work)
+        if "dedup" in folder and (work / COPIES).exists():  # pairs are of distinct shingle sets
+            tables = folder["stages"].get("buckets", {}).get("params", {}).get("l")
+            values = {"url": found, "limit": limit, "tables": tables}
+            return fetch_arrow(con, QUERIES["related_documents"], values)
         return fetch_arrow(con, QUERIES["related"], {"url": found, "limit": limit})
 
 
@@ -420,6 +426,37 @@ QUERIES = {
         inner join clusters on clusters.url = (case when pairs.u = $url then pairs.v else pairs.u end)
         where pairs.u = $url or pairs.v = $url
         order by pairs.similarity desc, related_url
+        limit $limit
+    """,
+    # In a dedup's folder: the documents of the shingle sets paired with the url's set, and the other
+    # documents of its own set (exact copies, Jaccard 1, met in every one of the `tables` LSH tables)
+    "related_documents": """
+        with
+        sets as (
+            select documents.url, coalesce(documents.copy_of, documents.url_id) as set_id
+            from documents
+            where documents.url_id is not null
+        ),
+        mine as (select sets.set_id from sets where sets.url = $url),
+        near as (
+            select pairs.v_id as set_id, pairs.similarity, pairs.n_bands
+            from pairs inner join mine on pairs.u_id = mine.set_id
+            union all
+            select pairs.u_id as set_id, pairs.similarity, pairs.n_bands
+            from pairs inner join mine on pairs.v_id = mine.set_id
+            union all
+            select mine.set_id, cast(1 as double), cast($tables as bigint) from mine
+        )
+        select
+            sets.url as related_url,
+            near.similarity,
+            near.n_bands,
+            clusters.center = (select center from clusters where url = $url) as same_cluster
+        from near
+        inner join sets on near.set_id = sets.set_id
+        inner join clusters on sets.url = clusters.url
+        where sets.url <> $url
+        order by near.similarity desc, related_url
         limit $limit
     """,
     "top_clusters": """

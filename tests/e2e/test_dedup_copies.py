@@ -11,6 +11,7 @@ import unicodedata
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -167,11 +168,13 @@ def test_explain_an_exact_copy(copies_run):
     one = runner.invoke(app, ["explain", "--work", work, copy_url])
     assert one.exit_code == 0, one.output
     assert "decision: duplicate of source (similarity 0.9" in one.output
-    assert f"exact copies (the same shingles): 30 other document(s), the first {near_url}" in one.output
+    assert f"exact copy of: {near_url}, compared in its place (30 documents share its shingles)" in one.output
     listed = one.output.split("near-duplicates (similarity):")[1].splitlines()
     assert len(listed) == 2 and listed[1].startswith(f"  {source_url}  0.9")
     kept = runner.invoke(app, ["explain", "--work", work, source_url])
-    assert f"{near_url}  0.9" in kept.output and "(and 30 exact copies of it)" in kept.output
+    assert f"{near_url}  0.9" in kept.output and "(and its 30 exact copies)" in kept.output
+    original = runner.invoke(app, ["explain", "--work", work, near_url]).output
+    assert "exact copies (the same shingles): 30, compared as this document" in original
     pair = runner.invoke(app, ["explain", "--work", work, copy_url, near_url])
     assert pair.exit_code == 0, pair.output
     assert "Jaccard 1.000" in pair.output and "80 of 80" in pair.output
@@ -187,3 +190,40 @@ def test_one_text_in_composed_and_decomposed_accents_is_one_document(tmp_path):
         (r["id"], r["kept_id"], r["similarity"]) for r in lshsql.removed(tmp_path / "work").to_pylist()
     ]
     assert removed == [("NFD", "NFC", 1.0), ("NFKD", "NFC", 1.0)] and summary.exact_copies == 2
+
+
+def test_related_web_page_and_eval_read_a_document_through_its_set(copies_run):
+    folder, _, _ = copies_run
+    work = folder / "work"
+    url_of = dict(duckdb.sql(f"select id, url from '{work}/documents.parquet'").fetchall())
+    listed = lshsql.related(work, url_of["near-5"], limit=100).to_pylist()
+    similarity = {row["related_url"]: row["similarity"] for row in listed}
+    assert similarity[url_of["near"]] == similarity[url_of["near-29"]] == 1.0 and len(listed) == 31
+    assert similarity[url_of["source"]] == decisions(work)["near-5"][2]  # its set's pair, to a copy too
+    from_source = {
+        row["related_url"] for row in lshsql.related(work, url_of["source"], limit=100).to_pylist()
+    }
+    assert from_source == {url_of["near"], *(url_of[f"near-{i}"] for i in range(30))}
+
+    from lshsql.web import site, url
+
+    _, body = url.render(site.open_site(work), {"u": [url_of["page-3"]]})
+    assert "What's Related (200 pairs)" in body and "80 of 80" in body
+
+    result = lshsql.evaluate(work)  # the exact pairs of distinct sets, as the pairs are
+    assert result["pairs"]["recall"] == 1.0 and result["pairs"]["precision"] == 1.0
+
+
+def test_run_refuses_a_dedup_folder_and_ignores_copies_elsewhere(tmp_path, copies_run):
+    folder, _, _ = copies_run
+    bags = tmp_path / "bags.parquet"
+    rows = [(f"u{d}", f"t{t}") for d in range(6) for t in range(d // 2 * 10, d // 2 * 10 + 12)]
+    pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
+    with pytest.raises(lshsql.InputError, match="the work folder of `lshsql dedup`"):
+        lshsql.run(folder / "work", bags=bags, params=lshsql.Params(weighting="none", threshold=0.5))
+    run_folder = tmp_path / "run"
+    lshsql.run(run_folder, bags=bags, params=lshsql.Params(weighting="none", threshold=0.5))
+    pq.write_table(pa.table({"url_id": [2, 4], "copy_of": [1, 3]}), run_folder / "copies.parquet")
+    lshsql.run(run_folder, bags=bags, params=lshsql.Params(weighting="none", threshold=0.5), force=True)
+    members = duckdb.sql(f"select url, size from '{run_folder}/clusters.parquet' order by url").fetchall()
+    assert members == [(f"u{d}", 2) for d in range(6)]
