@@ -48,6 +48,8 @@ from lshsql.tools.dedup_read import read_all
 
 URL_DIGITS = 12
 KEEP_POLICIES = ("first", "longest")
+# what a file browser leaves in a folder it showed: an empty folder for all that (dedup leaves them there)
+DESKTOP_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
 STAGES_RUN = ("buckets", "candidates", "bucket_sizes", "pairs", "clusters")
 # The tables a dedup writes in its work folder (DIR/<name>.parquet), what a dedup in it again removes first
 WRITTEN = frozenset(
@@ -298,7 +300,8 @@ def _check_work_folder(work: Path) -> None:
         raise InputError(
             f"{work}: holds the run of a crawl or of `lshsql run`; give dedup a work folder of its own"
         )
-    lshsql_only = work.is_dir() and all(path.name == workdir.LOCK for path in work.iterdir())
+    ignored = (workdir.LOCK, *DESKTOP_FILES)
+    lshsql_only = work.is_dir() and all(path.name in ignored for path in work.iterdir())
     if work.exists() and not (work / manifest.MANIFEST).exists() and not lshsql_only:
         raise InputError(
             f"{work}: is not empty and not an lshsql work folder; dedup rewrites its work folder: give it a "

@@ -433,6 +433,12 @@ def test_a_folder_of_the_users_is_never_a_work_folder(tmp_path):
         dedup_files([str(work / "mine.parquet"), str(data / "corpus.jsonl")], work, out=tmp_path / "k.jsonl")
     dedup_files([str(data / "corpus.jsonl")], work, out=tmp_path / "kept.jsonl")
     assert (work / "mine.parquet").exists()
+    # a folder a file browser has shown holds only its .DS_Store: empty for all that, and kept so
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    (shown / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    dedup_files([str(data / "corpus.jsonl")], shown, out=tmp_path / "kept.jsonl")
+    assert (shown / ".DS_Store").read_bytes() == b"\0\0\0\1Bud1" and (shown / "duplicates.parquet").exists()
 
 
 def test_outputs_are_checked_before_the_work(tmp_path):
