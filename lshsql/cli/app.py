@@ -89,5 +89,5 @@ def _root(
 ) -> None:
     """Find related and near-duplicate pages in a web crawl and group them into clusters."""
     if ctx.invoked_subcommand is None:  # `lshsql` alone: the commands, as `lshsql --help` lists them
-        typer.echo(ctx.get_help())
+        typer.echo(ctx.get_help(), err=True)
         raise typer.Exit(2)

@@ -1,6 +1,6 @@
 """Shingles of plain text for `lshsql dedup`: the set of hashed word (or character) n-grams of each document.
 
-The text is first normalized to Unicode NFKC (pyarrow's utf8_normalize), so that one text in composed or
+The text is first normalized to Unicode NFKC (Python's unicodedata), so that one text in composed or
 decomposed accents, with ligatures or in full-width forms gives the same words. A compiled kernel (numba)
 then reads the UTF-8 bytes of the Arrow string array once: it lowercases, splits into
 words (maximal runs of letters and digits, as Python's str.isalnum says), hashes each word, combines n
@@ -26,6 +26,7 @@ from lshsql.engines.digests import set_digests
 from lshsql.engines.jit import njit
 from lshsql.engines.minhash import GOLDEN, finalize64
 
+NFKC_GROWTH = 3  # see _normalized
 TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters
 _SPACE = 32
 # The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
@@ -165,19 +166,25 @@ def _normalized(texts: pa.LargeStringArray) -> pa.LargeStringArray:
     """The texts in Unicode NFKC. Only texts with other than ASCII can change; Python's unicodedata tells
     an already normalized text in one pass, where pyarrow's utf8_normalize rewrites every one. Invalid
     UTF-8 (a Parquet file's strings are not checked when read) has each bad sequence replaced by U+FFFD,
-    as Python decodes it: not a letter, so a word break."""
+    as Python decodes it: not a letter, so a word break. A text whose NFKC form would be over NFKC_GROWTH
+    times as long (U+FDFA alone becomes 18 characters) is taken in NFC form, at most 3 times as long, so
+    that the kernel's buffers, 8 bytes per byte of text, stay near the text's size."""
     wide = np.flatnonzero(
         pc.fill_null(pc.invert(pc.string_is_ascii(texts)), False).to_numpy(zero_copy_only=False)
     )
     if not len(wide):
         return texts
     changed, values = [], []
-    for i, raw in zip(wide, texts.cast(pa.large_binary()).take(pa.array(wide)).to_pylist(), strict=True):
+    raws = texts.cast(pa.large_binary())
+    for i in wide.tolist():  # one text at a time: a batch's texts are not all held twice more
+        raw = raws[i].as_py()
         try:
             text = valid = raw.decode("utf-8")
         except UnicodeDecodeError:
             text, valid = raw.decode("utf-8", "replace"), None
         normal = unicodedata.normalize("NFKC", text)
+        if len(normal) > NFKC_GROWTH * len(text):
+            normal = unicodedata.normalize("NFC", text)
         if normal is not valid:
             changed.append(i)
             values.append(normal)

@@ -18,11 +18,12 @@ from lshsql import manifest
 from lshsql.engines import duckdb as db
 from lshsql.errors import ParamError
 from lshsql.sources import corpus
-from lshsql.sources.shingles import shingle_hashes
+from lshsql.sources.shingles import TABLE_SIZE, code_point_tables, shingle_hashes
 from lshsql.tools.explain import _collided_tables, _url_id
 from lshsql.tools.explore import open_work, require_outputs
 
 SHOWN = 8
+_MASK64 = 2**64 - 1
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as the shingling kernel splits words
 
 
@@ -63,6 +64,14 @@ select
 """
 
 
+def _with_copy_of(con, work: Path) -> None:
+    """The view documents of a dedup made before exact copies were set aside gets copy_of, null: it has
+    none (its copies were compared like any document, so their pairs are in pairs)."""
+    if "copy_of" not in con.sql("select * from documents limit 0").columns:
+        table = con.read_parquet(str(work / "documents.parquet"))
+        table.project("*, cast(null as bigint) as copy_of").create_view("documents", replace=True)
+
+
 def is_dedup(work: str | Path) -> bool:
     """The folder holds a `lshsql dedup`."""
     return "dedup" in manifest.read(work)
@@ -75,6 +84,7 @@ def explain_pair(work: str | Path, u: str, v: str, resources: db.Resources | Non
     params = manifest.read(work)["dedup"]["params"]
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "bags", "signatures", "pairs", "documents", "duplicates")
+        _with_copy_of(con, work)
         (u, u_id), (v, v_id) = sorted((_url_id(con, u), _url_id(con, v)), key=lambda pair: pair[1])
         if u_id == v_id:
             raise ParamError(f"the two documents are the same, {u}: give two different ones")
@@ -130,6 +140,7 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
     work = Path(work)
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "pairs", "documents", "duplicates")
+        _with_copy_of(con, work)
         url, url_id = _url_id(con, url)
         row, source, ord_, n_shingles, earlier = con.execute(
             "select row, source, ord, n_shingles, earlier from documents where url_id = $id", {"id": url_id}
@@ -148,7 +159,8 @@ def document_lines(work: str | Path, url: str, resources: db.Resources | None = 
         + ("" if earlier else f", its record {ord_} (row {row} of the input); {n_shingles} shingles"),
     ]
     if first != url:
-        out.append(f"exact copy of: {first}, compared in its place ({n_same:,} documents share its shingles)")
+        others = f"{n_same:,} other document{'' if n_same == 1 else 's'}"
+        out.append(f"exact copy of: {first}, compared in its place ({others} with its shingles)")
     elif n_same:
         out.append(f"exact copies (the same shingles): {n_same:,}, compared as this document")
     out += ["", "near-duplicates (similarity):"]
@@ -177,8 +189,10 @@ def document_texts(
         source = corpus.resolve_corpus([path])[0]
         for batch in corpus.scan(source, params["id_column"], params["text_column"], None, resources):
             ords = batch.column(0).to_pylist()
+            raw = batch.column(2).cast(pa.large_binary())  # invalid UTF-8 read as the shingling reads it
             for ord_ in [o for o in left if ords[0] <= o <= ords[-1]]:
-                text = batch.column(2)[ords.index(ord_)].as_py()
+                value = raw[ords.index(ord_)].as_py()
+                text = None if value is None else value.decode("utf-8", "replace")
                 texts.update(dict.fromkeys(ords_wanted[ord_], text))
                 left.discard(ord_)
             if not left:
@@ -187,8 +201,29 @@ def document_texts(
 
 
 def _words(text: str) -> list[str]:
-    """The words the shingling kernel reads: of the NFKC form, lowercased (sources/shingles.py)."""
-    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    """The words the shingling kernel reads (sources/shingles.py): runs of letters and digits of the NFKC
+    form, each code point lowercased by the kernel's table."""
+    _, lower = code_point_tables()
+    return [
+        "".join(chr(lower[ord(c)]) if ord(c) < TABLE_SIZE else c for c in word)
+        for word in _WORD.findall(unicodedata.normalize("NFKC", text))
+    ]
+
+
+def _char_shingle_hash(window: str) -> int:
+    """The kernel's hash of a character shingle given as text, spaces and all: fed back to the kernel, a
+    window that starts or ends with the space between two words would lose it."""
+    h = len(window)
+    for c in window:
+        h = _finalize(h ^ ord(c))
+    return h >> 1
+
+
+def _finalize(z: int) -> int:
+    """splitmix64's finalizer (engines/minhash.finalize64) on a Python int."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
 
 
 def _shingles(text: str, n: int, chars: bool) -> list[str]:
@@ -211,8 +246,11 @@ def _shingle_texts(
         if text is None:
             continue
         shingles = _shingles(text, n, chars)
-        hashes, _ = shingle_hashes(pa.array(shingles, pa.string()), n, chars)
-        for shingle, h in zip(shingles, hashes.tolist(), strict=True):
+        if chars:
+            hashes = [_char_shingle_hash(shingle) for shingle in shingles]
+        else:
+            hashes = shingle_hashes(pa.array(shingles, pa.string()), n, chars)[0].tolist()
+        for shingle, h in zip(shingles, hashes, strict=True):
             key = "shared" if h in other else alone
             if (key == alone or shared_here) and shingle not in out[key] and len(out[key]) < SHOWN:
                 out[key].append(shingle)

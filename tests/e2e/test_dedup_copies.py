@@ -6,6 +6,7 @@ pairs), on a corpus where copies are most of the documents, with every keep poli
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 
 import duckdb
@@ -168,7 +169,10 @@ def test_explain_an_exact_copy(copies_run):
     one = runner.invoke(app, ["explain", "--work", work, copy_url])
     assert one.exit_code == 0, one.output
     assert "decision: duplicate of source (similarity 0.9" in one.output
-    assert f"exact copy of: {near_url}, compared in its place (30 documents share its shingles)" in one.output
+    assert (
+        f"exact copy of: {near_url}, compared in its place (30 other documents with its shingles)"
+        in one.output
+    )
     listed = one.output.split("near-duplicates (similarity):")[1].splitlines()
     assert len(listed) == 2 and listed[1].startswith(f"  {source_url}  0.9")
     kept = runner.invoke(app, ["explain", "--work", work, source_url])
@@ -227,3 +231,54 @@ def test_run_refuses_a_dedup_folder_and_ignores_copies_elsewhere(tmp_path, copie
     lshsql.run(run_folder, bags=bags, params=lshsql.Params(weighting="none", threshold=0.5), force=True)
     members = duckdb.sql(f"select url, size from '{run_folder}/clusters.parquet' order by url").fetchall()
     assert members == [(f"u{d}", 2) for d in range(6)]
+
+
+def test_explain_shows_character_shingles_where_they_are(tmp_path):
+    from lshsql.tools.dedup_explain import explain_pair
+
+    text = "Le café crème de la fiancée naïve était très apprécié ce matin"
+    docs = [
+        {"id": "nfc", "text": text},
+        {"id": "nfd", "text": unicodedata.normalize("NFD", text)},
+        {"id": "edited", "text": text.replace("matin", "soir")},
+    ]
+    write_jsonl(tmp_path / "c.jsonl", docs)
+    dedup_files([str(tmp_path / "c.jsonl")], tmp_path / "work", DedupParams(char_shingle=5, threshold=0.5))
+    url_of = dict(duckdb.sql(f"select id, url from '{tmp_path}/work/documents.parquet'").fetchall())
+    same = explain_pair(tmp_path / "work", url_of["nfc"], url_of["nfd"])
+    assert same["jaccard"] == 1.0 and same["examples"]["only in u"] == same["examples"]["only in v"] == []
+
+    def windows(t: str) -> set[str]:
+        joined = " ".join(re.findall(r"[^\W_]+", t.lower()))
+        return {joined[i : i + 5] for i in range(len(joined) - 4)}
+
+    edited = explain_pair(tmp_path / "work", url_of["nfc"], url_of["edited"])["examples"]
+    mine, theirs = windows(text), windows(docs[2]["text"])
+    assert edited["only in u"] and set(edited["only in u"]) <= mine - theirs  # " mati", "matin", ...
+    assert edited["shared"] and set(edited["shared"]) <= mine & theirs
+
+
+def test_explain_reads_invalid_utf8_and_folders_made_before_copies(tmp_path):
+    from lshsql.tools.dedup_explain import document_lines, explain_pair
+
+    good = "caf\u00e9 ok bad bytes here and some more words of text".encode()
+    bad = good.replace(b" ok ", b" ok \xff\xfe ")
+    data = good + bad
+    offsets = pa.py_buffer(np.array([0, len(good), len(data)], np.int32).tobytes())
+    texts = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(data)])
+    pq.write_table(pa.table({"id": ["good", "bad"], "text": texts}), tmp_path / "bad.parquet")
+    work = tmp_path / "work"
+    dedup_files([str(tmp_path / "bad.parquet")], work, DedupParams(threshold=0.5))
+    pair = explain_pair(work, "000000000001 good", "000000000002 bad")
+    assert pair["jaccard"] == 1.0 and pair["differences"] == []  # the bad bytes are no word
+    # a dedup folder as lshsql wrote it before exact copies were set aside: no copy_of, no copies.parquet
+    documents = pq.read_table(work / "documents.parquet")
+    pq.write_table(documents.drop_columns(["copy_of"]), work / "documents.parquet")
+    (work / "copies.parquet").unlink()
+    signatures = pq.read_table(work / "signatures.parquet")  # and a signature for every document
+    copy = signatures.set_column(0, signatures.schema.field(0), pa.array([2], pa.int64()))
+    pq.write_table(pa.concat_tables([signatures, copy]), work / "signatures.parquet")
+    assert "decision: duplicate of good (similarity 1.0)" in "\n".join(
+        document_lines(work, "000000000002 bad")
+    )
+    assert explain_pair(work, "000000000001 good", "000000000002 bad")["jaccard"] == 1.0

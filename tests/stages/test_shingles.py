@@ -159,3 +159,13 @@ def test_near_copies_share_most_shingles(n):
     edited[200] = "changed"
     a, b = shingle_sets([" ".join(words), " ".join(edited)], n=n)
     assert len(a ^ b) <= 2 * n  # one changed word touches at most n shingles on each side
+
+
+def test_a_text_nfkc_would_multiply_is_taken_in_nfc():
+    from lshsql.sources.shingles import _normalized
+
+    grown = "\ufdfa " * 4 + "word"  # NFKC: 18 letters and spaces each, over 3 times the text
+    assert len(unicodedata.normalize("NFKC", grown)) > 3 * len(grown)
+    assert _normalized(pa.array([grown], pa.large_string())).to_pylist() == [grown]  # NFC: as it is
+    mixed = ["ﬁne ＷＯＲＤ", None, "plain", "caf\u0065\u0301"]
+    assert _normalized(pa.array(mixed, pa.large_string())).to_pylist() == ["fine WORD", None, "plain", "café"]
