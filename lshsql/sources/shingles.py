@@ -29,7 +29,7 @@ from lshsql.engines.minhash import GOLDEN, finalize64
 NFKC_GROWTH = 3  # see _normalized
 TABLE_SIZE = 0x30000  # code points classified by lookup; beyond (rare planes) count as letters
 _SPACE = 32
-# The digest of one known shingle: `dedup --against` compares it to tell that two indexes hash alike.
+# A known text: `dedup --against` compares the digest of its shingles to tell that two indexes hash alike.
 PROBE_TEXT = (
     "The shingles of this sentence, hashed, tell whether two indexes hash alike: Ünïcode 42, cafe\u0301, "
     "\ufb01nal ＷＩＤＴＨ."
@@ -162,6 +162,13 @@ def shingle_hashes(
     return _shingle_kernel(data, offsets, valid, n, chars, word_table, lower_table)
 
 
+def normal_form(text: str) -> str:
+    """A text as the shingling reads it: its NFKC form, or its NFC form where NFKC would make it over
+    NFKC_GROWTH times as long (see _normalized). Already normalized, the text itself."""
+    normal = unicodedata.normalize("NFKC", text)
+    return normal if len(normal) <= NFKC_GROWTH * len(text) else unicodedata.normalize("NFC", text)
+
+
 def _normalized(texts: pa.LargeStringArray) -> pa.LargeStringArray:
     """The texts in Unicode NFKC. Only texts with other than ASCII can change; Python's unicodedata tells
     an already normalized text in one pass, where pyarrow's utf8_normalize rewrites every one. Invalid
@@ -182,9 +189,7 @@ def _normalized(texts: pa.LargeStringArray) -> pa.LargeStringArray:
             text = valid = raw.decode("utf-8")
         except UnicodeDecodeError:
             text, valid = raw.decode("utf-8", "replace"), None
-        normal = unicodedata.normalize("NFKC", text)
-        if len(normal) > NFKC_GROWTH * len(text):
-            normal = unicodedata.normalize("NFC", text)
+        normal = normal_form(text)
         if normal is not valid:
             changed.append(i)
             values.append(normal)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import unicodedata
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +17,7 @@ from lshsql import manifest
 from lshsql.engines import duckdb as db
 from lshsql.errors import ParamError
 from lshsql.sources import corpus
-from lshsql.sources.shingles import TABLE_SIZE, code_point_tables, shingle_hashes
+from lshsql.sources.shingles import TABLE_SIZE, code_point_tables, normal_form, shingle_hashes
 from lshsql.tools.explain import _collided_tables, _url_id
 from lshsql.tools.explore import open_work, require_outputs
 
@@ -201,12 +200,12 @@ def document_texts(
 
 
 def _words(text: str) -> list[str]:
-    """The words the shingling kernel reads (sources/shingles.py): runs of letters and digits of the NFKC
-    form, each code point lowercased by the kernel's table."""
+    """The words the shingling kernel reads (sources/shingles.py): runs of letters and digits of the text's
+    normal form, each code point lowercased by the kernel's table."""
     _, lower = code_point_tables()
     return [
         "".join(chr(lower[ord(c)]) if ord(c) < TABLE_SIZE else c for c in word)
-        for word in _WORD.findall(unicodedata.normalize("NFKC", text))
+        for word in _WORD.findall(normal_form(text))
     ]
 
 
