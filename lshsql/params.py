@@ -28,12 +28,14 @@ OPH_SPREAD = 1.5
 
 def check_copies(most: float) -> None:
     """Refuse bags with a weight that flattens its term into more than MAX_COPIES copies (the signatures
-    stage min-hashes term#1 .. term#q one by one)."""
+    stage min-hashes term#1 .. term#q one by one). Only --weighting none can: tf and tfidf bags sum to
+    --scale, which is at most MAX_COPIES."""
     if most > MAX_COPIES:
         raise InputError(
             f"bags: a weight of {most:,.0f} makes as many copies of its term (term#1 .. term#q, min-hashed "
-            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: give smaller weights with "
-            "--weighting none, or use --weighting tf"
+            f"one by one), over the {MAX_COPIES:,} lshsql flattens a term into: with --weighting none a "
+            "weight is the term's count or the bags table's own; use --weighting tf or tfidf, whose weights "
+            "sum to --scale, or give smaller weights"
         )
 
 

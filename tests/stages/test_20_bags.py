@@ -571,7 +571,9 @@ def test_weights_that_are_not_finite_are_counted_and_types_checked(tmp_path):
             run(tmp_path / f"w{number}", Params(weighting="tf"), bags=path)
     heavy = write_table(tmp_path / "heavy.parquet", [{"url": "a", "term": "x", "weight": 3e9}])
     with pytest.raises(
-        InputError, match=r"a weight of 3,000,000,000 makes as many copies .* over the 1,000,000"
+        InputError,
+        match=r"a weight of 3,000,000,000 makes as many copies .* over the 1,000,000 .*: with --weighting none "
+        r"a weight is the term's count or the bags table's own; use --weighting tf",
     ):
         run(tmp_path / "heavy", Params(weighting="none"), bags=heavy)
     # two URLs: the planner's choice of m signs a sample of the bags before the signatures stage, and
