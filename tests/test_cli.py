@@ -183,7 +183,7 @@ def test_a_stage_that_would_spill_over_max_spill_stops_with_one_line(tmp_path):
         "copy (select 'https://e.example/' || (range // 100) as url, 'w' || hash(range) % 50000 as term "
         "from range(2000000)) to $out (format parquet)",
         {"out": str(tmp_path / "b.parquet")},
-    )
+    ).fetchall()  # finished: the default connection is shared with every test of the process
     args = ["run", "--bags", str(tmp_path / "b.parquet"), "--work", str(tmp_path / "w"), "-q"]
     result = lshsql(*args, "--memory-limit", "64MB", "--threads", "1", "--max-spill", "2MB")
     assert result.returncode != 0

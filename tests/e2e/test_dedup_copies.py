@@ -73,8 +73,15 @@ def brute_force(docs: list[dict], order: list[int], threshold: float) -> dict[st
 
 
 def decisions(work) -> dict[str, tuple]:
-    rows = duckdb.sql(f"select id, reason, kept_id, similarity from '{work}/duplicates.parquet'").fetchall()
-    return {doc_id: (reason, kept_id, similarity) for doc_id, reason, kept_id, similarity in rows}
+    found = rows(f"select id, reason, kept_id, similarity from '{work}/duplicates.parquet'")
+    return {doc_id: (reason, kept_id, similarity) for doc_id, reason, kept_id, similarity in found}
+
+
+def rows(query: str) -> list[tuple]:
+    """A query's rows, on a connection of its own: the module's default connection is shared with every
+    test of the process, and DuckDB refuses a query on it while another's result is unfinished."""
+    with duckdb.connect() as con:
+        return con.sql(query).fetchall()
 
 
 def write_jsonl(path, docs) -> None:
@@ -109,26 +116,26 @@ def test_copies_follow_the_first_document_of_their_set(copies_run):
 def test_only_the_first_of_a_set_is_signed_and_compared(copies_run):
     folder, docs, _ = copies_run
     work = folder / "work"
-    count = lambda table: duckdb.sql(f"select count(*) from '{work}/{table}.parquet'").fetchall()[0][0]  # noqa: E731
+    count = lambda table: rows(f"select count(*) from '{work}/{table}.parquet'")[0][0]  # noqa: E731
     n_copies = 200 + 30 + 4 + 1  # of page, of near, of late-0 (the first of late's), of other-19
     assert count("copies") == n_copies
     assert count("signatures") == len(docs) - n_copies
     # every copy in the cluster of the document it copies; candidates and pairs between sets only
-    (outside,) = duckdb.sql(
+    (outside,) = rows(
         f"select count(*) from '{work}/copies.parquet' as c "
         f"join '{work}/clusters.parquet' as copied on c.url_id = copied.url_id "
         f"join '{work}/clusters.parquet' as original on c.copy_of = original.url_id "
         "where copied.center_id <> original.center_id or copied.is_center"
-    ).fetchall()[0]
+    )[0]
     assert outside == 0 and count("clusters") == len(docs)
-    (with_copies,) = duckdb.sql(
+    (with_copies,) = rows(
         f"select count(*) from '{work}/candidates.parquet' as c join '{work}/copies.parquet' as k "
         "on k.url_id in (c.u_id, c.v_id)"
-    ).fetchall()[0]
+    )[0]
     assert with_copies == 0 and count("candidates") < 10
-    size, least = duckdb.sql(
+    size, least = rows(
         f"select size, min_pair_similarity from '{work}/clusters.parquet' where url like '% page'"
-    ).fetchall()[0]
+    )[0]
     assert (size, least) == (201, 1.0)
 
 
@@ -163,7 +170,7 @@ def test_explain_an_exact_copy(copies_run):
     work = str(folder / "work")
     runner = CliRunner()
     (near_url, copy_url, source_url) = (
-        duckdb.sql(f"select url from '{work}/documents.parquet' where id = '{doc_id}'").fetchall()[0][0]
+        rows(f"select url from '{work}/documents.parquet' where id = '{doc_id}'")[0][0]
         for doc_id in ("near", "near-5", "source")
     )
     one = runner.invoke(app, ["explain", "--work", work, copy_url])
@@ -199,7 +206,7 @@ def test_one_text_in_composed_and_decomposed_accents_is_one_document(tmp_path):
 def test_related_web_page_and_eval_read_a_document_through_its_set(copies_run):
     folder, _, _ = copies_run
     work = folder / "work"
-    url_of = dict(duckdb.sql(f"select id, url from '{work}/documents.parquet'").fetchall())
+    url_of = dict(rows(f"select id, url from '{work}/documents.parquet'"))
     listed = lshsql.related(work, url_of["near-5"], limit=100).to_pylist()
     similarity = {row["related_url"]: row["similarity"] for row in listed}
     assert similarity[url_of["near"]] == similarity[url_of["near-29"]] == 1.0 and len(listed) == 31
@@ -221,15 +228,15 @@ def test_related_web_page_and_eval_read_a_document_through_its_set(copies_run):
 def test_run_refuses_a_dedup_folder_and_ignores_copies_elsewhere(tmp_path, copies_run):
     folder, _, _ = copies_run
     bags = tmp_path / "bags.parquet"
-    rows = [(f"u{d}", f"t{t}") for d in range(6) for t in range(d // 2 * 10, d // 2 * 10 + 12)]
-    pq.write_table(pa.table({"url": [u for u, _ in rows], "term": [t for _, t in rows]}), bags)
+    terms = [(f"u{d}", f"t{t}") for d in range(6) for t in range(d // 2 * 10, d // 2 * 10 + 12)]
+    pq.write_table(pa.table({"url": [u for u, _ in terms], "term": [t for _, t in terms]}), bags)
     with pytest.raises(lshsql.InputError, match="the work folder of `lshsql dedup`"):
         lshsql.run(folder / "work", bags=bags, params=lshsql.Params(weighting="none", threshold=0.5))
     run_folder = tmp_path / "run"
     lshsql.run(run_folder, bags=bags, params=lshsql.Params(weighting="none", threshold=0.5))
     pq.write_table(pa.table({"url_id": [2, 4], "copy_of": [1, 3]}), run_folder / "copies.parquet")
     lshsql.run(run_folder, bags=bags, params=lshsql.Params(weighting="none", threshold=0.5), force=True)
-    members = duckdb.sql(f"select url, size from '{run_folder}/clusters.parquet' order by url").fetchall()
+    members = rows(f"select url, size from '{run_folder}/clusters.parquet' order by url")
     assert members == [(f"u{d}", 2) for d in range(6)]
 
 
@@ -244,7 +251,7 @@ def test_explain_shows_character_shingles_where_they_are(tmp_path):
     ]
     write_jsonl(tmp_path / "c.jsonl", docs)
     dedup_files([str(tmp_path / "c.jsonl")], tmp_path / "work", DedupParams(char_shingle=5, threshold=0.5))
-    url_of = dict(duckdb.sql(f"select id, url from '{tmp_path}/work/documents.parquet'").fetchall())
+    url_of = dict(rows(f"select id, url from '{tmp_path}/work/documents.parquet'"))
     same = explain_pair(tmp_path / "work", url_of["nfc"], url_of["nfd"])
     assert same["jaccard"] == 1.0 and same["examples"]["only in u"] == same["examples"]["only in v"] == []
 
