@@ -11,10 +11,12 @@ import difflib
 import re
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from lshsql import manifest
 from lshsql.engines import duckdb as db
+from lshsql.engines.minhash import finalize64
 from lshsql.errors import ParamError
 from lshsql.sources import corpus
 from lshsql.sources.shingles import TABLE_SIZE, code_point_tables, normal_form, shingle_hashes
@@ -22,7 +24,6 @@ from lshsql.tools.explain import _collided_tables, _url_id
 from lshsql.tools.explore import open_work, require_outputs
 
 SHOWN = 8
-_MASK64 = 2**64 - 1
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as the shingling kernel splits words
 
 
@@ -212,17 +213,10 @@ def _words(text: str) -> list[str]:
 def _char_shingle_hash(window: str) -> int:
     """The kernel's hash of a character shingle given as text, spaces and all: fed back to the kernel, a
     window that starts or ends with the space between two words would lose it."""
-    h = len(window)
+    h = np.uint64(len(window))
     for c in window:
-        h = _finalize(h ^ ord(c))
-    return h >> 1
-
-
-def _finalize(z: int) -> int:
-    """splitmix64's finalizer (engines/minhash.finalize64) on a Python int."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
+        h = finalize64(h ^ np.uint64(ord(c)))
+    return int(h >> np.uint64(1))
 
 
 def _shingles(text: str, n: int, chars: bool) -> list[str]:

@@ -169,12 +169,60 @@ def related(work: str | Path, url: str, limit: int = 20, resources: db.Resources
     with open_work(work, resources) as con:
         require_outputs(work, "urls", "pairs", "clusters")
         found = described_url(con, url)
-        folder = manifest.read(work)
-        if "dedup" in folder and (work / COPIES).exists():  # pairs are of distinct shingle sets
-            tables = folder["stages"].get("buckets", {}).get("params", {}).get("l")
-            values = {"url": found, "limit": limit, "tables": tables}
-            return fetch_arrow(con, QUERIES["related_documents"], values)
+        through_sets = document_pairs(work)
+        if through_sets is not None:
+            (url_id,) = con.execute("select url_id from urls where url = $url", {"url": found}).fetchall()[0]
+            values = through_sets | {"id": url_id, "url": found, "limit": limit}
+            return fetch_arrow(con, RELATED_DOCUMENTS, values)
         return fetch_arrow(con, QUERIES["related"], {"url": found, "limit": limit})
+
+
+# In a dedup's folder with exact copies (DIR/copies.parquet) pairs are of distinct shingle sets: the pairs
+# of document $id are those of its set, with every document of the other set, and the other documents of
+# its own set (its exact copies: Jaccard 1, every min-hash agreeing, met in every one of the LSH tables)
+DOCUMENT_PAIRS = """
+with
+sets as (
+    select documents.url, documents.url_id, coalesce(documents.copy_of, documents.url_id) as set_id
+    from documents
+    where documents.url_id is not null
+),
+mine as (select sets.set_id from sets where sets.url_id = $id),
+near as (
+    select pairs.v_id as set_id, pairs.similarity, pairs.n_agree, pairs.n_bands
+    from pairs inner join mine on pairs.u_id = mine.set_id
+    union all
+    select pairs.u_id as set_id, pairs.similarity, pairs.n_agree, pairs.n_bands
+    from pairs inner join mine on pairs.v_id = mine.set_id
+    union all
+    select mine.set_id, cast(1 as double), cast($num_perm as bigint), cast($tables as bigint) from mine
+)
+select sets.url, sets.url_id, near.similarity, near.n_agree, near.n_bands
+from near inner join sets on near.set_id = sets.set_id
+where sets.url_id <> $id
+"""
+RELATED_DOCUMENTS = f"""
+select
+    related.url as related_url,
+    related.similarity,
+    related.n_bands,
+    clusters.center = (select center from clusters where url = $url) as same_cluster
+from ({DOCUMENT_PAIRS}) as related
+inner join clusters on related.url = clusters.url
+order by related.similarity desc, related_url
+limit $limit
+"""
+
+
+def document_pairs(work: Path) -> dict | None:
+    """In a dedup's folder with exact copies: the values DOCUMENT_PAIRS takes besides $id (the signature
+    length and the LSH tables, an exact copy's agreement with its set); None elsewhere, where a URL's
+    pairs are its own."""
+    folder = manifest.read(work)
+    if "dedup" not in folder or not (work / COPIES).exists():
+        return None
+    num_perm = folder["dedup"].get("params", {}).get("num_perm")
+    return {"num_perm": num_perm, "tables": folder["stages"].get("buckets", {}).get("params", {}).get("l")}
 
 
 def nearest(work: str | Path, url: str, resources: db.Resources | None = None) -> tuple[str, int, int] | None:
@@ -426,37 +474,6 @@ QUERIES = {
         inner join clusters on clusters.url = (case when pairs.u = $url then pairs.v else pairs.u end)
         where pairs.u = $url or pairs.v = $url
         order by pairs.similarity desc, related_url
-        limit $limit
-    """,
-    # In a dedup's folder: the documents of the shingle sets paired with the url's set, and the other
-    # documents of its own set (exact copies, Jaccard 1, met in every one of the `tables` LSH tables)
-    "related_documents": """
-        with
-        sets as (
-            select documents.url, coalesce(documents.copy_of, documents.url_id) as set_id
-            from documents
-            where documents.url_id is not null
-        ),
-        mine as (select sets.set_id from sets where sets.url = $url),
-        near as (
-            select pairs.v_id as set_id, pairs.similarity, pairs.n_bands
-            from pairs inner join mine on pairs.u_id = mine.set_id
-            union all
-            select pairs.u_id as set_id, pairs.similarity, pairs.n_bands
-            from pairs inner join mine on pairs.v_id = mine.set_id
-            union all
-            select mine.set_id, cast(1 as double), cast($tables as bigint) from mine
-        )
-        select
-            sets.url as related_url,
-            near.similarity,
-            near.n_bands,
-            clusters.center = (select center from clusters where url = $url) as same_cluster
-        from near
-        inner join sets on near.set_id = sets.set_id
-        inner join clusters on sets.url = clusters.url
-        where sets.url <> $url
-        order by near.similarity desc, related_url
         limit $limit
     """,
     "top_clusters": """

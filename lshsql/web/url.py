@@ -8,8 +8,7 @@ import duckdb
 
 from lshsql import manifest
 from lshsql.errors import InputError
-from lshsql.pipeline.rounds import COPIES
-from lshsql.tools.explore import canonical
+from lshsql.tools.explore import DOCUMENT_PAIRS, canonical, document_pairs
 from lshsql.tools.show import StoredPage, read_stored, url_options
 from lshsql.web import layout, text
 from lshsql.web.layout import BadRequest, NotFound, esc
@@ -186,41 +185,14 @@ union all
 select u as url, u_id as url_id, similarity, n_agree, n_bands from pairs where v_id = $id
 """
 
-# In a dedup's folder (DIR/copies.parquet) pairs are of distinct shingle sets: a document's are those of
-# its set, with every document of the other set, and the other documents of its own set (its exact copies:
-# Jaccard 1, every min-hash agreeing, met in every one of the LSH tables)
-PAIRS_OF_DOCUMENT = """
-with
-sets as (
-    select documents.url, documents.url_id, coalesce(documents.copy_of, documents.url_id) as set_id
-    from documents
-    where documents.url_id is not null
-),
-mine as (select sets.set_id from sets where sets.url_id = $id),
-near as (
-    select pairs.v_id as set_id, pairs.similarity, pairs.n_agree, pairs.n_bands
-    from pairs inner join mine on pairs.u_id = mine.set_id
-    union all
-    select pairs.u_id as set_id, pairs.similarity, pairs.n_agree, pairs.n_bands
-    from pairs inner join mine on pairs.v_id = mine.set_id
-    union all
-    select mine.set_id, cast(1 as double), cast($num_perm as bigint), cast($tables as bigint) from mine
-)
-select sets.url, sets.url_id, near.similarity, near.n_agree, near.n_bands
-from near inner join sets on near.set_id = sets.set_id
-where sets.url_id <> $id
-"""
-
 
 def _pairs_of(site: Site, url_id: int) -> tuple[str, dict]:
-    """The select of a URL's pairs (PAIRS_OF, or PAIRS_OF_DOCUMENT in a dedup's folder with exact copies)
-    and its parameters."""
-    folder = manifest.read(site.work)
-    if not (site.is_dedup and (site.work / COPIES).exists()):
+    """The select of a URL's pairs and its values: PAIRS_OF, or in a dedup's folder with exact copies
+    explore.DOCUMENT_PAIRS (a document's pairs through its shingle set)."""
+    through_sets = document_pairs(site.work)
+    if through_sets is None:
         return PAIRS_OF, {"id": url_id}
-    num_perm = folder["dedup"].get("params", {}).get("num_perm")
-    tables = folder["stages"].get("buckets", {}).get("params", {}).get("l")
-    return PAIRS_OF_DOCUMENT, {"id": url_id, "num_perm": num_perm, "tables": tables}
+    return DOCUMENT_PAIRS, through_sets | {"id": url_id}
 
 
 def _related(pairs_of: str) -> str:
