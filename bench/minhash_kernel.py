@@ -39,7 +39,7 @@ from lshsql.engines import duckdb as db  # noqa: E402
 from lshsql.params import Params  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parents[1].parent / "shared" / "bench"
-PARAMS = Params(weighting="none", threshold=0.5)
+PARAMS = Params(weighting="none", threshold=0.5, num_perm=80)
 STAGE_RUN = """
 import json, resource, sys, time
 from lshsql import pipeline

@@ -40,8 +40,9 @@ def bag_signatures(
     out = np.zeros(n * num_perm, np.int32)
     terms = term_hashes.astype(np.int64, copy=False)
     weighted, valid = np.ones(n, np.bool_), np.ones(n, np.bool_)
+    a32, b32 = minhash.family32(a, b)
     minhash.signatures(
-        offsets, terms, offsets, copies.astype(np.int64, copy=False), weighted, valid, a, b, out
+        offsets, terms, offsets, copies.astype(np.int64, copy=False), weighted, valid, a32, b32, out
     )
     values = out.reshape(n, num_perm)
     return values if signature_bytes == 4 else values % np.int32(2**24)

@@ -4,6 +4,7 @@ the compiled UDF lsh_minhash against its plain-SQL stand-in (sql/udf/lsh_minhash
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -160,3 +161,47 @@ def test_the_udf_equals_the_plain_sql_form(tmp_path_factory, bags, signature_byt
     assert {r["url_id"]: [r[f"h{i}"] for i in range(12)] for r in got} == {
         u: [h % modulus for h in hs] for u, hs in expected.items()
     }
+
+
+@settings(deadline=None, max_examples=30)
+@given(
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=6),
+    m=st.sampled_from([1, 3, 7, 80]),
+    seed=st.integers(0, 2**32 - 1),
+    weighted=st.booleans(),
+)
+def test_the_kernel_equals_the_formula_at_every_bag_size(sizes, m, seed, weighted):
+    # the kernel folds elements four at a time: bags of 1 to 9 elements leave every remainder; the
+    # extreme coefficients 2^32 - 1 take a * x + b to its largest, where a 64-bit product could wrap
+    rng = np.random.default_rng(seed)
+    terms = rng.integers(-(2**63), 2**63 - 1, size=sum(sizes), dtype=np.int64)
+    copies = rng.integers(0, 4, size=sum(sizes)) if weighted else np.ones(sum(sizes), np.int64)
+    a = np.concatenate([[2**32 - 1], rng.integers(0, 2**32, size=m - 1)])[:m]
+    b = np.concatenate([[2**32 - 1], rng.integers(0, 2**32, size=m - 1)])[:m]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    bags = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(terms))
+    copy_lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(copies))
+    coefficient = (
+        pa.array([a.tolist()] * len(sizes), pa.list_(pa.int64())),
+        pa.array([b.tolist()] * len(sizes), pa.list_(pa.int64())),
+    )
+    got = minhash.minhash(bags, copy_lists if weighted else pa.nulls(len(sizes), bags.type), *coefficient)
+    expected = []
+    for d in range(len(sizes)):
+        xs = [
+            minhash.element_hash(int(terms[e]), j)
+            for e in range(offsets[d], offsets[d + 1])
+            for j in range(1, max(1, int(copies[e])) + 1)
+        ]
+        expected.append([min(((int(a[i]) * x + int(b[i])) % 2**40) >> 9 for x in xs) for i in range(m)])
+    assert got.to_pylist() == expected
+
+
+def test_coefficients_outside_32_bits_are_refused():
+    bag = pa.array([[1, 2]], pa.list_(pa.int64()))
+    none = pa.nulls(1, pa.list_(pa.int64()))
+    for a, b in (([2**32], [0]), ([1], [-1])):
+        with pytest.raises(ValueError, match="outside"):
+            minhash.minhash(
+                bag, none, pa.array([a], pa.list_(pa.int64())), pa.array([b], pa.list_(pa.int64()))
+            )
