@@ -38,6 +38,12 @@ class ParamError(LshsqlError):
     exit_code = 2
 
 
+class Interrupted(LshsqlError):
+    """The user stopped the command (Ctrl-C): exit code 130, as a shell gives a process ended by SIGINT."""
+
+    exit_code = 130
+
+
 class StageError(LshsqlError):
     """A pipeline stage failed (DuckDB error, schema mismatch, missing upstream output)."""
 

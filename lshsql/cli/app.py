@@ -9,19 +9,29 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from lshsql.cli import interrupts
 from lshsql.cli.output import printable
-from lshsql.errors import InputError, LshsqlError, one_line
+from lshsql.errors import InputError, Interrupted, LshsqlError, one_line
+
+INTERRUPTED = "interrupted"
 
 
 class _Commands(TyperGroup):
     """The command group, turning an EOFError (a reader at a cut file) into a one-line InputError: click
-    would otherwise print a bare 'Aborted!'."""
+    would otherwise print a bare 'Aborted!'. Ctrl-C becomes Interrupted: typer would exit 130 without a
+    word, and a query it stops fails with DuckDB's error (cli/interrupts.py)."""
 
     def invoke(self, ctx: typer.Context) -> object:
         try:
             return super().invoke(ctx)
         except EOFError as e:
             raise InputError(f"unexpected end of input (a cut file?): {e}") from e
+        except (KeyboardInterrupt, Exception) as e:
+            # after Ctrl-C, whatever failed failed because of it: a query DuckDB stopped (its error, or
+            # that error as a stage's), or the KeyboardInterrupt itself
+            if isinstance(e, KeyboardInterrupt) or interrupts.pressed.is_set():
+                raise Interrupted(INTERRUPTED) from e
+            raise
 
 
 app = typer.Typer(
@@ -38,6 +48,7 @@ def main() -> None:
     from lshsql.imports import only_lshsql_here
 
     only_lshsql_here()
+    interrupts.watch()
     try:
         code = app(standalone_mode=False)  # click's own errors come here too, to be said in one line
     except typer.TyperException as e:  # typer's click: a wrong command, option or value; a missing file
@@ -53,8 +64,8 @@ def main() -> None:
             raise
         typer.echo(f"lshsql: error: {one_line(printable(str(e), lines=False))}", err=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("lshsql: error: interrupted", err=True)
+    except KeyboardInterrupt:  # outside a command: while the arguments are read
+        typer.echo(f"lshsql: error: {INTERRUPTED}", err=True)
         sys.exit(130)
     except OSError as e:  # the machine's, not the input's: a full disk, a folder that cannot be written
         if os.environ.get("LSHSQL_DEBUG"):
@@ -69,6 +80,8 @@ def main() -> None:
 
         typer.echo(f"lshsql: error: DuckDB: {error_message(e)}", err=True)
         sys.exit(3)
+    if code == 130:  # typer's Exit(130) for a Ctrl-C outside a command's own code (no command exits so)
+        typer.echo(f"lshsql: error: {INTERRUPTED}", err=True)
     sys.exit(code if isinstance(code, int) else 0)  # typer.Exit's code; a command returns nothing
 
 

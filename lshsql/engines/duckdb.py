@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_MEMORY_FRACTION = 0.5
+_OPEN: dict[int, duckdb.DuckDBPyConnection] = {}  # connect()'s connections open now, for interrupt_all
+_OPEN_LOCK = threading.Lock()
 _MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
 
 
@@ -99,13 +102,26 @@ def connect(resources: Resources, database: str | Path = ":memory:") -> Iterator
                 con.execute("set max_temp_directory_size = $size", {"size": resources.max_spill})
             except duckdb.Error as e:
                 raise ParamError(f"max spill '{resources.max_spill}': {error_message(e)}") from None
+        with _OPEN_LOCK:
+            _OPEN[id(con)] = con
         yield con
     finally:
+        with _OPEN_LOCK:
+            _OPEN.pop(id(con), None)
         con.close()
         if resources.temp_directory:
             # DuckDB empties it on close; it stays while another connection of this process spills there
             with contextlib.suppress(OSError):
                 Path(config["temp_directory"]).rmdir()
+
+
+def interrupt_all() -> None:
+    """Stop the query each open connection of connect() runs: it fails with DuckDB's InterruptException.
+    Safe from another thread (the Ctrl-C relay of cli/interrupts.py)."""
+    with _OPEN_LOCK:
+        connections = list(_OPEN.values())
+    for con in connections:
+        con.interrupt()
 
 
 @contextmanager
