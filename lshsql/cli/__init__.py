@@ -1,6 +1,7 @@
 """The `lshsql` command: a thin typer layer over the Python API (lshsql/api.py), with one error boundary.
 
     app.py      the typer app, --version and main(): errors become one line `lshsql: error: ...`
+    interrupts.py  Ctrl-C: the DuckDB queries running stopped at once
     options.py  options shared by several commands; the stage options, made from the Params dataclass
     output.py   --format table, csv or json; text made safe for a terminal
     extract.py  extract, ingest: fill a work folder from a crawl or from documents
