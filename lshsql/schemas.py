@@ -194,8 +194,9 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType, str]]] = {
             "pair_share",
             pa.float64(),
             "share of the size * (size - 1) / 2 member pairs that are in pairs: 1.0 for a clique, "
-            "2 / size for a chain or star; null for a singleton (in a dedup's folder an exact copy counts "
-            "one pair, with the document it copies)",
+            "2 / size for a chain or star; null for a singleton (in a dedup's folder, where pairs holds "
+            "each shingle set once, every document pair counts: exact copies are pairs of each other, and "
+            "of every document their set is paired with)",
         ),
     ],
     "merges": [

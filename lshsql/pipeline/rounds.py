@@ -4,6 +4,9 @@ center)` for sql/62_clusters.sql; `lshsql hierarchy` runs the component rounds t
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from lshsql import progress, sqlfiles
 from lshsql.engines.base import Engine
 from lshsql.errors import StageError
@@ -74,3 +77,47 @@ def add_copies(engine: Engine) -> None:
         "select copies.url_id, assignments.center from copies "
         "inner join assignments on copies.copy_of = assignments.node",
     )
+
+
+# pair_share in a dedup's folder, where the pairs hold each set once: a cluster's document pairs are, for
+# each pair of its sets, m(u) * m(v) (m: a set's documents, the first and its copies), and m (m - 1) / 2
+# within each set (copies are Jaccard 1). sql/62_clusters.sql counted a copy's one pair with its first.
+COPIES_PAIR_SHARE = """
+with
+copied_sets as (
+    select copies.copy_of as url_id, count(*) + 1 as m from copies group by copies.copy_of
+),
+set_pairs as (
+    select center_of_u.center as center_id, sum(coalesce(of_u.m, 1) * coalesce(of_v.m, 1)) as n
+    from pairs_of_sets as pairs
+    inner join assignments as center_of_u on pairs.u_id = center_of_u.node
+    inner join assignments as center_of_v on pairs.v_id = center_of_v.node
+    left join copied_sets as of_u on pairs.u_id = of_u.url_id
+    left join copied_sets as of_v on pairs.v_id = of_v.url_id
+    where center_of_u.center = center_of_v.center
+    group by center_of_u.center
+),
+within_sets as (
+    select assignments.center as center_id, sum(copied_sets.m * (copied_sets.m - 1) // 2) as n
+    from copied_sets inner join assignments on copied_sets.url_id = assignments.node
+    group by assignments.center
+)
+select clusters.* replace (
+    case when clusters.size > 1 then
+        cast(2 * (coalesce(set_pairs.n, 0) + coalesce(within_sets.n, 0)) as double)
+        / cast(clusters.size * (clusters.size - 1) as double)
+    end as pair_share
+)
+from read_parquet($clusters) as clusters
+left join set_pairs on clusters.center_id = set_pairs.center_id
+left join within_sets on clusters.center_id = within_sets.center_id
+order by clusters.url_id
+"""
+
+
+def count_copies_pairs(engine: Engine, clusters: Path) -> None:
+    """Rewrite the clusters file's pair_share with every document pair a dedup's copies stand for
+    (COPIES_PAIR_SHARE), over the views copies and pairs_of_sets and the table assignments."""
+    counted = clusters.with_name(f"counted-{clusters.name}")
+    engine.materialize_query(COPIES_PAIR_SHARE, {"clusters": str(clusters)}, counted)
+    os.replace(counted, clusters)

@@ -22,7 +22,13 @@ from lshsql.pipeline.accounting import hidden_repeats, ordered_keys, row_account
 from lshsql.pipeline.compiled import COMPILED, Compiled, input_views, parquet_view, user_bags_view
 from lshsql.pipeline.inputs import count_user_bags, register, register_user_bags, unit_tf
 from lshsql.pipeline.pairs_runner import run_pairs
-from lshsql.pipeline.rounds import COPIES, add_copies, center, components
+from lshsql.pipeline.rounds import (
+    COPIES,
+    add_copies,
+    center,
+    components,
+    count_copies_pairs,
+)
 from lshsql.pipeline.stages import (
     BAGS_SOURCE_SQL,
     Stage,
@@ -401,6 +407,8 @@ def _run_clusters(engine: Engine, stage: Stage, params: Params, work: Path, bags
     engine.view("members", "select * from lshsql_members")
     fresh = work / "tmp" / out.name
     rows = engine.materialize(sqlfiles.load(stage.sql), {}, fresh)
+    if with_copies:
+        count_copies_pairs(engine, fresh)
     history_rows = cluster_ids.record_history(engine, work, run)
     if earlier == out:  # else the basis is still the recorded run's file; `out` a dead run's
         cluster_ids.keep_basis(work, out)

@@ -289,3 +289,33 @@ def test_explain_reads_invalid_utf8_and_folders_made_before_copies(tmp_path):
         document_lines(work, "000000000002 bad")
     )
     assert explain_pair(work, "000000000001 good", "000000000002 bad")["jaccard"] == 1.0
+
+
+def test_pair_share_counts_every_document_pair_the_copies_stand_for(copies_run):
+    # the share of a cluster's member pairs that are pairs, counted over documents: two documents are a
+    # pair when their sets are one (copies: Jaccard 1) or a pair of sets in pairs.parquet
+    folder, docs, _ = copies_run
+    work = folder / "work"
+    first = dict(rows(f"select url_id, copy_of from '{work}/copies.parquet'"))
+    set_pairs = set(rows(f"select u_id, v_id from '{work}/pairs.parquet'"))
+    members: dict[int, list[int]] = {}
+    shares = {}
+    for url_id, center_id, share in rows(
+        f"select url_id, center_id, pair_share from '{work}/clusters.parquet'"
+    ):
+        members.setdefault(center_id, []).append(url_id)
+        shares[center_id] = share
+    checked = 0
+    for center_id, ids in members.items():
+        if len(ids) == 1:
+            assert shares[center_id] is None
+            continue
+        sets = [first.get(i, i) for i in ids]
+        paired = sum(
+            a == b or (min(a, b), max(a, b)) in set_pairs for x, a in enumerate(sets) for b in sets[x + 1 :]
+        )
+        assert shares[center_id] == pytest.approx(2 * paired / (len(ids) * (len(ids) - 1)), abs=1e-12)
+        checked += 1
+    # the error page and its 200 copies: every pair of the 201 is a pair
+    page = rows(f"select pair_share from '{work}/clusters.parquet' where url like '% page'")[0][0]
+    assert page == 1.0 and checked >= 4
