@@ -268,14 +268,42 @@ def _json_as_arrow(
                 f.write(line + "\n")
         with db.connect(resources) as con:
             con.execute("set preserve_insertion_order = true")
+            names = _renamed_keys(con, scratch)
             query = "select * from read_json($f, format = 'newline_delimited', sample_size = -1)"
-            yield from arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS)
+            for batch in arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS):
+                yield batch.rename_columns([names.get(n, n) for n in batch.schema.names]) if names else batch
     except db.duckdb.Error as e:
         raise InputError(
             f"{source.path}: its kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
         ) from None
     finally:
         scratch.unlink(missing_ok=True)
+
+
+KEYS = (
+    "select key from (select unnest(json_keys(json)) as key, row_number() over () as n "
+    "from read_json_objects($f, format = 'newline_delimited')) group by key order by min(n)"
+)
+
+
+def _renamed_keys(con, scratch: Path) -> dict[str, str]:
+    """DuckDB's read_json cannot make a column of the key "" (it gives one JSON column for the rows) or of
+    two keys equal but for case (it calls the second `Text_1`). Where the scratch rows have such keys, they
+    are written again with the keys c0, c1, ... (in the order first seen) and the map back is returned:
+    column name -> key. Otherwise nothing is written and the map is empty."""
+    keys = [key for (key,) in con.execute(KEYS, {"f": str(scratch)}).fetchall()]
+    if "" not in keys and len({key.lower() for key in keys}) == len(keys):
+        return {}
+    column = {key: f"c{i}" for i, key in enumerate(keys)}
+    renamed = scratch.with_name(f"renamed-{scratch.name}")
+    with open(scratch, encoding="utf-8") as rows, open(renamed, "w", encoding="utf-8") as out:
+        for line in rows:
+            record = json.loads(line)
+            out.write(
+                json.dumps({column[k]: v for k, v in record.items()}) + "\n"
+            )  # ASCII: a lone surrogate stays \\udXXX
+    os.replace(renamed, scratch)
+    return {name: key for key, name in column.items()}
 
 
 class _RowGroups:

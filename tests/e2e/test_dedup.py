@@ -228,6 +228,24 @@ def test_csv_and_json_lines_to_parquet(tmp_path):
     assert out.column("id").to_pylist() == [d["id"] for d in DOCS if d["id"] not in EXPECTED]
 
 
+def test_keys_duckdb_cannot_name_keep_their_names_in_parquet_and_csv(tmp_path):
+    # read_json calls the second of two keys equal but for case `Text_1`, and turns rows with a key ""
+    # into one JSON column; the outputs keep the input's keys and values
+    rows = [{"n": i, **d, "Text": f"T{i}", "": "e" if i % 2 else None} for i, d in enumerate(DOCS)]
+    kept = [r for r in rows if r["id"] not in EXPECTED]
+    kept[0]["note"] = "naïve — 雪"
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w1", out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == ["n", "id", "text", "Text", "", "note"]
+    assert out.column("Text").to_pylist() == [r["Text"] for r in kept]
+    assert out.column("").to_pylist() == [r[""] for r in kept]
+    assert out.column("note").to_pylist()[:2] == ["naïve — 雪", None]
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w2", out=tmp_path / "out.csv")
+    header = (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == '"n","id","text","Text","","note"'
+
+
 def test_keep_policies(tmp_path):
     docs = [dict(d) for d in DOCS]
     for i, d in enumerate(docs):
