@@ -228,6 +228,7 @@ def dedup_files(
     data = _as_inputs(inputs)
     sources = _inputs_apart(data, corpus.resolve_corpus(data), work, [out, removed])
     dedup_output.check_outputs(out, removed, work)
+    dedup_output.check_columns(sources, out, removed, removed_rows)
     tables = {work.resolve() / f"{table}.parquet" for table in WRITTEN}
     for path in (p for p in (out, removed) if p is not None):
         if Path(path).resolve() in tables:

@@ -3,9 +3,9 @@ removed, each in the format of its extension. A file is written under a temporar
 whole, so it is complete or absent.
 
 JSON Lines read and written as JSON Lines keep their lines byte for byte (but for blanks around the object,
-which DuckDB's reader strips). Any other pairing goes through
-Arrow: Parquet and in-memory tables keep their exact column types; JSON Lines written to Parquet or CSV get
-the types DuckDB's read_json infers.
+which DuckDB's reader strips). Any other pairing goes through Arrow (tools/dedup_rows.py): Parquet and
+in-memory tables keep their exact column types; JSON Lines written to Parquet or CSV get the types DuckDB's
+read_json infers; inputs with different columns make one table of them all.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import glob
 import gzip
 import io
-import json
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
@@ -29,7 +27,8 @@ from lshsql import workdir
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError, one_line
 from lshsql.sources import corpus
-from lshsql.sources.corpus import CorpusSource, arrow_batches
+from lshsql.sources.corpus import CorpusSource
+from lshsql.tools import dedup_rows
 
 FORMATS = {
     ".jsonl": "jsonl",
@@ -41,14 +40,30 @@ FORMATS = {
     ".csv.gz": "csv",
 }
 REMOVED_COLUMNS = ("row", "id", "reason", "kept_row", "kept_id", "kept_earlier", "similarity")
-# with --removed-rows: the removed rows with these columns added (prefixed, so no input column is hidden)
-ADDED = ("lshsql_kept_row", "lshsql_kept_id", "lshsql_similarity")
 
 
 def format_of(path: str | Path) -> str | None:
     """'jsonl', 'parquet' or 'csv' from the file name's extension, or None."""
     name = str(path).lower()
     return next((fmt for suffix, fmt in FORMATS.items() if name.endswith(suffix)), None)
+
+
+def check_columns(
+    sources: list[CorpusSource], out: str | Path | None, removed: str | Path | None, removed_rows: bool
+) -> None:
+    """Before any work: the one-line InputError of dedup_rows.unified where the Parquet and in-memory inputs'
+    columns cannot be one Parquet or CSV output (JSON Lines and CSV inputs are typed when written)."""
+    tables = [
+        path for path in (out, removed if removed_rows else None) if path and format_of(path) != "jsonl"
+    ]
+    if tables:
+        dedup_rows.unified(
+            {
+                str(s.path): dedup_rows.schema_of(s, None, None)
+                for s in sources
+                if s.kind in ("parquet", "table")
+            }
+        )
 
 
 def check_outputs(out: str | Path | None, removed: str | Path | None, work: Path) -> None:
@@ -82,11 +97,11 @@ def write_outputs(
     """Write KEPT and REMOVED (when named); return the paths written."""
     written = []
     if out is not None:
-        write_rows(Path(out), sources, selected(work, "kept", resources), resources)
+        write_rows(Path(out), sources, dedup_rows.selected(work, "kept", resources), resources)
         written.append(str(out))
     if removed is not None:
         if removed_rows:
-            write_rows(Path(removed), sources, selected(work, "duplicate", resources), resources)
+            write_rows(Path(removed), sources, dedup_rows.selected(work, "duplicate", resources), resources)
         else:
             _write_removed_table(work, Path(removed), resources)
         written.append(str(removed))
@@ -95,60 +110,19 @@ def write_outputs(
 
 def kept_table(work: Path, sources: list[CorpusSource], resources: db.Resources) -> pa.Table:
     """The kept rows as one Arrow table (for the Python API)."""
-    batches = list(_arrow_rows(sources, selected(work, "kept", resources), resources))
-    if not batches:
-        return _empty_like(sources, resources)
-    return pa.Table.from_batches(batches)
+    with dedup_rows.typed_rows(sources, dedup_rows.selected(work, "kept", resources), resources) as (
+        schema,
+        batches,
+    ):
+        if schema is None:
+            return _empty_like(sources, resources)
+        return pa.Table.from_batches([dedup_rows.aligned(batch, schema) for batch in batches], schema)
 
 
 def _empty_like(sources: list[CorpusSource], resources: db.Resources) -> pa.Table:
     if sources[0].kind in ("parquet", "table"):
         return corpus.arrow_schema(sources[0]).empty_table()
     return pa.table({})
-
-
-# --- which rows -----------------------------------------------------------------------------------------
-
-
-def selected(work: Path, reason: str, resources: db.Resources) -> dict[int, tuple[np.ndarray, dict]]:
-    """Per source index: the ords (1-based, ascending) of the records with this reason, and for
-    duplicates the values of the ADDED columns."""
-    query = """
-        with records as (
-            select source, ord, row_number() over (order by source, ord) - 1 as row
-            from read_parquet($records)
-        )
-        select records.source, records.ord, d.kept_row, d.kept_id, d.similarity
-        from read_parquet($duplicates) as d
-        inner join records on d.row = records.row
-        where d.reason = $reason
-        order by records.source, records.ord
-    """
-    values = {
-        "records": str(work / "records.parquet"),
-        "duplicates": str(work / "duplicates.parquet"),
-        "reason": reason,
-    }
-    with db.connect(resources) as con:
-        table = con.sql(query, params=values).to_arrow_table()
-    out: dict[int, tuple[np.ndarray, dict]] = {}
-    source = table.column("source").to_numpy()
-    for index in np.unique(source):
-        rows = table.filter(pc.equal(table.column("source"), index))
-        extra = {
-            "lshsql_kept_row": rows.column("kept_row"),
-            "lshsql_kept_id": rows.column("kept_id"),
-            "lshsql_similarity": rows.column("similarity"),
-        }
-        out[int(index)] = (rows.column("ord").to_numpy(), extra)
-    return out
-
-
-def _picked(batch_start: int, n: int, ords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in a batch of records batch_start .. batch_start+n-1 (1-based ords) that are selected,
-    and their indexes into `ords`."""
-    lo, hi = np.searchsorted(ords, [batch_start, batch_start + n])
-    return ords[lo:hi] - batch_start, np.arange(lo, hi)
 
 
 # --- writing ----------------------------------------------------------------------------------------------
@@ -166,11 +140,12 @@ def write_rows(
     try:
         if fmt == "jsonl" and all(s.kind == "jsonl" for s in sources):
             with _open_text(tmp, str(path)) as f:
-                for line in _json_lines(sources, picks, resources):
+                for _, line in dedup_rows.json_lines(sources, picks, resources):
                     f.write(line)
                     f.write("\n")
         else:
-            _write_arrow(tmp, fmt, str(path), _arrow_rows(sources, picks, resources), resources)
+            with dedup_rows.typed_rows(sources, picks, resources, unify=fmt != "jsonl") as (schema, batches):
+                _write_arrow(tmp, fmt, str(path), batches, resources, schema)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -191,119 +166,6 @@ def _open_text(tmp: Path, name: str):
     if name.lower().endswith(".gz"):
         return io.TextIOWrapper(_gzip(tmp), encoding="utf-8", newline="\n")
     return open(tmp, "w", encoding="utf-8", newline="\n")
-
-
-def _selected(
-    source: CorpusSource,
-    pick: tuple[np.ndarray, dict],
-    resources: db.Resources,
-    con: db.duckdb.DuckDBPyConnection | None = None,
-):
-    """The selected rows of one source, batch by batch in input order, each with the indexes of its rows
-    into the pick's ords (and so into its ADDED values)."""
-    ords, _ = pick
-    start = 1
-    for batch in corpus.rows(source, resources, con):
-        positions, which = _picked(start, batch.num_rows, ords)
-        if len(positions):
-            yield batch.take(pa.array(positions)), which
-        start += batch.num_rows
-
-
-def _json_lines(
-    sources: list[CorpusSource], picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
-) -> Iterator[str]:
-    """The selected lines of JSON Lines sources as they were read, with the ADDED fields appended to the
-    object for duplicates written with --removed-rows."""
-    with db.connect(resources) as con:  # one DuckDB for every file, as the reading of the inputs
-        for index, source in enumerate(sources):
-            if index not in picks:
-                continue
-            extra = picks[index][1]
-            removed = _is_removed(extra)
-            for rows, which in _selected(source, picks[index], resources, con):
-                for line, i in zip(rows.column(0).to_pylist(), which, strict=True):
-                    yield _with_fields(line, extra, i) if removed else line
-
-
-def _is_removed(extra: dict) -> bool:
-    return extra["lshsql_kept_row"].null_count < len(extra["lshsql_kept_row"])
-
-
-def _with_fields(line: str, extra: dict, i: int) -> str:
-    """The object's text with the ADDED fields before its closing brace: the original fields untouched."""
-    body = line.rstrip()[:-1].rstrip()
-    fields = ", ".join(f"{json.dumps(name)}: {json.dumps(extra[name][i].as_py())}" for name in ADDED)
-    return body + ("" if body.endswith("{") else ", ") + fields + "}"
-
-
-def _arrow_rows(
-    sources: list[CorpusSource], picks: dict[int, tuple[np.ndarray, dict]], resources: db.Resources
-) -> Iterator[pa.RecordBatch]:
-    """The selected rows of every source as Arrow batches (JSON Lines through DuckDB's read_json)."""
-    for index, source in enumerate(sources):
-        if index not in picks:
-            continue
-        if source.kind == "jsonl":
-            yield from _json_as_arrow(source, picks[index], resources)
-            continue
-        extra = picks[index][1]
-        removed = _is_removed(extra)
-        for rows, which in _selected(source, picks[index], resources):
-            if removed:
-                for name in ADDED:
-                    rows = rows.append_column(name, extra[name].take(pa.array(which)))
-            yield rows
-
-
-def _json_as_arrow(
-    source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources
-) -> Iterator[pa.RecordBatch]:
-    """Selected JSON Lines rows typed by DuckDB's read_json (written to a scratch file first)."""
-    scratch = Path(resources.temp_directory or ".") / f"dedup-rows-{os.getpid()}.jsonl"
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(scratch, "w", encoding="utf-8") as f:
-            for line in _json_lines([source], {0: pick}, resources):
-                f.write(line + "\n")
-        with db.connect(resources) as con:
-            con.execute("set preserve_insertion_order = true")
-            names = _renamed_keys(con, scratch)
-            query = "select * from read_json($f, format = 'newline_delimited', sample_size = -1)"
-            for batch in arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS):
-                yield batch.rename_columns([names.get(n, n) for n in batch.schema.names]) if names else batch
-    except db.duckdb.Error as e:
-        raise InputError(
-            f"{source.path}: its kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
-        ) from None
-    finally:
-        scratch.unlink(missing_ok=True)
-
-
-KEYS = (
-    "select key from (select unnest(json_keys(json)) as key, row_number() over () as n "
-    "from read_json_objects($f, format = 'newline_delimited')) group by key order by min(n)"
-)
-
-
-def _renamed_keys(con, scratch: Path) -> dict[str, str]:
-    """DuckDB's read_json cannot make a column of the key "" (it gives one JSON column for the rows) or of
-    two keys equal but for case (it calls the second `Text_1`). Where the scratch rows have such keys, they
-    are written again with the keys c0, c1, ... (in the order first seen) and the map back is returned:
-    column name -> key. Otherwise nothing is written and the map is empty."""
-    keys = [key for (key,) in con.execute(KEYS, {"f": str(scratch)}).fetchall()]
-    if "" not in keys and len({key.lower() for key in keys}) == len(keys):
-        return {}
-    column = {key: f"c{i}" for i, key in enumerate(keys)}
-    renamed = scratch.with_name(f"renamed-{scratch.name}")
-    with open(scratch, encoding="utf-8") as rows, open(renamed, "w", encoding="utf-8") as out:
-        for line in rows:
-            record = json.loads(line)
-            out.write(
-                json.dumps({column[k]: v for k, v in record.items()}) + "\n"
-            )  # ASCII: a lone surrogate stays \\udXXX
-    os.replace(renamed, scratch)
-    return {name: key for key, name in column.items()}
 
 
 class _RowGroups:
@@ -343,14 +205,22 @@ def _check_csv_columns(schema: pa.Schema, name: str) -> None:
 
 
 def _write_arrow(
-    tmp: Path, fmt: str, name: str, batches: Iterator[pa.RecordBatch], resources: db.Resources
+    tmp: Path,
+    fmt: str,
+    name: str,
+    batches: Iterator[pa.RecordBatch],
+    resources: db.Resources,
+    schema: pa.Schema | None = None,
 ) -> None:
-    """Arrow batches to Parquet, CSV or JSON Lines; every batch cast to the first one's schema."""
+    """Arrow batches to Parquet, CSV or JSON Lines; every batch aligned to `schema` (_typed_rows'), or
+    without one cast to the first batch's schema. JSON Lines take each batch's own columns."""
     with ExitStack() as stack:
-        writer = schema = text = con = None
+        writer = text = con = None
+        started = False
         for batch in batches:
-            if schema is None:
-                schema = batch.schema
+            if not started:
+                started = True
+                schema = schema or batch.schema
                 if fmt == "jsonl":  # one connection turns every batch's rows into JSON
                     con = stack.enter_context(
                         db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1))
@@ -368,9 +238,9 @@ def _write_arrow(
                     if fmt == "csv":
                         _check_csv_columns(schema, name)
                         writer = stack.enter_context(pcsv.CSVWriter(text, schema))
-            elif batch.schema != schema:
+            if fmt != "jsonl" and batch.schema != schema:
                 try:
-                    batch = batch.cast(schema)
+                    batch = dedup_rows.aligned(batch, schema)
                 except (pa.ArrowInvalid, ValueError) as e:
                     raise InputError(
                         f"the inputs have different columns, so one {name} cannot hold them: "
@@ -381,7 +251,7 @@ def _write_arrow(
                     text.write(line + "\n")
             else:
                 writer.write_batch(batch)
-        if schema is None:  # nothing selected: an empty file of the right kind
+        if not started:  # nothing selected: an empty file of the right kind
             if fmt == "parquet":
                 pq.write_table(pa.table({}), tmp)
             else:

@@ -246,6 +246,51 @@ def test_keys_duckdb_cannot_name_keep_their_names_in_parquet_and_csv(tmp_path):
     assert header == '"n","id","text","Text","","note"'
 
 
+def test_inputs_with_different_columns_make_one_table(tmp_path):
+    # JSON Lines shards that type a key differently, a key only some have, and a Parquet file between
+    # them: one output with every column, nulls where a row has none, in input order
+    third = len(DOCS) // 3
+    parts = DOCS[:third], DOCS[third : 2 * third], DOCS[2 * third :]
+    write_jsonl(tmp_path / "a.jsonl", [{**d, "score": 1} for d in parts[0]])
+    pq.write_table(
+        pa.table(
+            {
+                "id": [d["id"] for d in parts[1]],
+                "text": [d["text"] for d in parts[1]],
+                "rank": [2.5] * len(parts[1]),
+            }
+        ),
+        tmp_path / "b.parquet",
+    )
+    write_jsonl(tmp_path / "c.jsonl", [{**d, "score": 0.5, "tags": ["x"]} for d in parts[2]])
+    inputs = [str(tmp_path / name) for name in ("a.jsonl", "b.parquet", "c.jsonl")]
+    dedup_files(inputs, tmp_path / "w1", out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    kept = [d["id"] for d in DOCS if d["id"] not in EXPECTED]
+    # columns in the order met, the JSON Lines inputs' keys together where the first of them is
+    assert out.column_names == ["id", "text", "score", "tags", "rank"]
+    assert out.column("id").to_pylist() == kept
+    assert out.schema.field("score").type == pa.float64() and out.schema.field("rank").type == pa.float64()
+    where = {d["id"]: i for i, d in enumerate(DOCS)}
+    expected_score = [1.0 if where[k] < third else None if where[k] < 2 * third else 0.5 for k in kept]
+    assert out.column("score").to_pylist() == expected_score
+    assert out.column("rank").to_pylist() == [2.5 if third <= where[k] < 2 * third else None for k in kept]
+    assert lshsql.dedup(inputs, tmp_path / "w2").equals(out)
+    dedup_files(inputs[:2], tmp_path / "w3", out=tmp_path / "out.csv")
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0] == '"id","text","score","rank"'
+
+
+def test_inputs_whose_columns_cannot_meet_are_refused_before_the_work(tmp_path):
+    pq.write_table(pa.table({"id": [1], "text": ["one two three four five six"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": ["x"], "text": ["seven eight nine ten eleven"]}), tmp_path / "b.parquet")
+    inputs = [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]
+    with pytest.raises(InputError, match=r"b.parquet: its columns and those of the inputs before it cannot"):
+        dedup_files(inputs, tmp_path / "w", out=tmp_path / "out.parquet")
+    assert not (tmp_path / "w").exists() and not (tmp_path / "out.parquet").exists()
+    summary = dedup_files(inputs, tmp_path / "w2", out=tmp_path / "out.jsonl")  # JSON Lines hold both
+    assert summary.kept == 2
+
+
 def test_keep_policies(tmp_path):
     docs = [dict(d) for d in DOCS]
     for i, d in enumerate(docs):
