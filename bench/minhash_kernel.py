@@ -94,7 +94,8 @@ def kernel_seconds(terms: np.ndarray, offsets: np.ndarray, threads: int, runs: i
     from lshsql.engines import minhash
     from lshsql.lsh import family
 
-    a, b = family.coefficient_arrays(PARAMS.seed, PARAMS.num_perm)
+    # uint32, as the UDF passes them (family32): int64 arrays would compile and time another kernel
+    a, b = minhash.family32(*family.coefficient_arrays(PARAMS.seed, PARAMS.num_perm))
     n = len(offsets) - 1
     none, unweighted, valid = np.zeros(n + 1, np.int64), np.zeros(n, np.bool_), np.ones(n, np.bool_)
     out = np.zeros(n * len(a), np.int32)
@@ -106,7 +107,7 @@ def kernel_seconds(terms: np.ndarray, offsets: np.ndarray, threads: int, runs: i
             offsets[lo : hi + 1], terms, none, none, unweighted, valid[lo:hi], a, b, out[lo * len(a) :]
         )
 
-    minhash.set_signatures(terms[:1], np.ones(1, np.int64), a, b)  # compiled (or loaded) before timing
+    minhash.set_signatures(terms[:1], np.ones(1, np.int64), *family.coefficient_arrays(1, 4))  # loaded
     walls, cpus = [], []
     for _ in range(runs):
         cpu0, started = time.process_time(), time.perf_counter()

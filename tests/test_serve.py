@@ -228,6 +228,20 @@ def test_errors_are_pages_with_a_status_never_a_traceback(example, path, status,
     assert body.startswith("<!DOCTYPE html>")
 
 
+def test_a_query_stopped_by_ctrl_c_is_a_quiet_503(example, monkeypatch, capfd):
+    # Ctrl-C interrupts the DuckDB queries in flight (cli/interrupts.py): their pages say the server is
+    # stopping, and nothing is printed as an error
+    from lshsql.web import server
+
+    def stopped(site, query):
+        raise db.duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+    monkeypatch.setitem(server.ROUTES, "/", stopped)
+    status, body, _ = get(example, "/")
+    assert status == 503 and "the server is stopping" in body
+    assert "error" not in capfd.readouterr().err
+
+
 def cluster_link(body: str) -> str:
     """The one /cluster/ link of a URL's page."""
     [link] = re.findall(r'href="(/cluster/\d+)"', body)

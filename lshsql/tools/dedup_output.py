@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from lshsql import workdir
 from lshsql.engines import duckdb as db
-from lshsql.errors import InputError, one_line
+from lshsql.errors import InputError
 from lshsql.sources import corpus
 from lshsql.sources.corpus import CorpusSource
 from lshsql.tools import dedup_rows
@@ -52,9 +52,10 @@ def check_columns(
     sources: list[CorpusSource], out: str | Path | None, removed: str | Path | None, removed_rows: bool
 ) -> None:
     """Before any work: the one-line InputError of dedup_rows.unified where the Parquet and in-memory inputs'
-    columns cannot be one Parquet or CSV output (JSON Lines and CSV inputs are typed when written)."""
+    columns cannot be one Parquet output (JSON Lines and CSV inputs are typed when written; a CSV output
+    holds any column as text)."""
     tables = [
-        path for path in (out, removed if removed_rows else None) if path and format_of(path) != "jsonl"
+        path for path in (out, removed if removed_rows else None) if path and format_of(path) == "parquet"
     ]
     if tables:
         dedup_rows.unified(
@@ -138,13 +139,25 @@ def write_rows(
     fmt = format_of(path)
     tmp = _temporary(path)
     try:
-        if fmt == "jsonl" and all(s.kind == "jsonl" for s in sources):
-            with _open_text(tmp, str(path)) as f:
-                for _, line in dedup_rows.json_lines(sources, picks, resources):
+        if fmt == "jsonl":
+            with ExitStack() as stack:
+                f = stack.enter_context(_open_text(tmp, str(path)))
+                con = None
+
+                def to_json(batch: pa.RecordBatch) -> list[str]:  # one DuckDB for every non-JSON source
+                    nonlocal con
+                    if con is None:
+                        con = stack.enter_context(
+                            db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1))
+                        )
+                        con.execute("set preserve_insertion_order = true")
+                    return _to_json(con, batch)
+
+                for line in dedup_rows.lines_in_order(sources, picks, resources, to_json):
                     f.write(line)
                     f.write("\n")
         else:
-            with dedup_rows.typed_rows(sources, picks, resources, unify=fmt != "jsonl") as (schema, batches):
+            with dedup_rows.typed_rows(sources, picks, resources, fmt == "csv") as (schema, batches):
                 _write_arrow(tmp, fmt, str(path), batches, resources, schema)
         os.replace(tmp, path)
     except BaseException:
@@ -212,46 +225,24 @@ def _write_arrow(
     resources: db.Resources,
     schema: pa.Schema | None = None,
 ) -> None:
-    """Arrow batches to Parquet, CSV or JSON Lines; every batch aligned to `schema` (_typed_rows'), or
-    without one cast to the first batch's schema. JSON Lines take each batch's own columns."""
+    """Arrow batches to Parquet or CSV; every batch aligned to `schema` (dedup_rows.typed_rows'), or
+    without one to the first batch's schema."""
     with ExitStack() as stack:
-        writer = text = con = None
-        started = False
+        writer = None
         for batch in batches:
-            if not started:
-                started = True
+            if writer is None:
                 schema = schema or batch.schema
-                if fmt == "jsonl":  # one connection turns every batch's rows into JSON
-                    con = stack.enter_context(
-                        db.connect(db.Resources(memory_limit=resources.memory_limit, threads=1))
-                    )
-                    con.execute("set preserve_insertion_order = true")
                 if fmt == "parquet":  # row groups of fixed size, whatever the batches the readers gave
                     writer = _RowGroups(
                         stack.enter_context(pq.ParquetWriter(tmp, schema, compression="zstd"))
                     )
                     stack.callback(writer.flush)
                 else:
-                    text = stack.enter_context(
-                        _open_text(tmp, name) if fmt == "jsonl" else _open_binary(tmp, name)
-                    )
-                    if fmt == "csv":
-                        _check_csv_columns(schema, name)
-                        writer = stack.enter_context(pcsv.CSVWriter(text, schema))
-            if fmt != "jsonl" and batch.schema != schema:
-                try:
-                    batch = dedup_rows.aligned(batch, schema)
-                except (pa.ArrowInvalid, ValueError) as e:
-                    raise InputError(
-                        f"the inputs have different columns, so one {name} cannot hold them: "
-                        f"{one_line(e, 160)}"
-                    ) from None
-            if fmt == "jsonl":
-                for line in _to_json(con, batch):
-                    text.write(line + "\n")
-            else:
-                writer.write_batch(batch)
-        if not started:  # nothing selected: an empty file of the right kind
+                    _check_csv_columns(schema, name)
+                    text = stack.enter_context(_open_binary(tmp, name))
+                    writer = stack.enter_context(pcsv.CSVWriter(text, schema))
+            writer.write_batch(dedup_rows.aligned(batch, schema))
+        if writer is None:  # nothing selected: an empty file of the right kind
             if fmt == "parquet":
                 pq.write_table(pa.table({}), tmp)
             else:

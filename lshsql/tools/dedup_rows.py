@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -113,19 +114,16 @@ def typed_rows(
     sources: list[CorpusSource],
     picks: dict[int, tuple[np.ndarray, dict]],
     resources: db.Resources,
-    unify: bool = True,
+    as_text: bool = False,
 ) -> Iterator[tuple[pa.Schema | None, Iterator[pa.RecordBatch]]]:
     """The selected rows of every source as Arrow batches in input order, and one schema that holds them
     all (None: no row): the sources' own columns unified by name in the order met (the JSON Lines
     sources' keys together, where the first of them is), a column some lack made nullable, and types
     widened where Arrow can (an integer and a double: a double). JSON Lines rows are typed together,
-    by one DuckDB read_json over all of them, so shards that type a key differently meet in one type.
-    Without `unify` (JSON Lines out: each row keeps its own columns) the schema is None."""
+    by one DuckDB read_json over all of them, so shards that type a key differently meet in one type
+    (text, where one's values are numbers and another's strings)."""
     with ExitStack() as stack:
         json_rows = _json_rows(sources, picks, resources, stack)
-        if not unify:
-            yield None, _batches(sources, picks, resources, json_rows)
-            return
         schemas = {json_rows.source: json_rows.schema} if json_rows.counts else {}
         con = None  # one DuckDB for the columns of every CSV source
         for index, source in enumerate(sources):
@@ -133,7 +131,7 @@ def typed_rows(
                 if source.kind == "csv" and con is None:
                     con = stack.enter_context(db.connect(resources))
                 schemas[str(source.path)] = schema_of(source, picks[index][1], con)
-        yield unified(schemas), _batches(sources, picks, resources, json_rows)
+        yield unified(schemas, as_text), _batches(sources, picks, resources, json_rows)
 
 
 def _batches(
@@ -147,14 +145,43 @@ def _batches(
             continue
         if source.kind == "jsonl":
             yield from json_rows.take(json_rows.counts.get(index, 0))
+        else:
+            yield from source_batches(source, picks[index], resources)
+
+
+def source_batches(
+    source: CorpusSource, pick: tuple[np.ndarray, dict], resources: db.Resources
+) -> Iterator[pa.RecordBatch]:
+    """The selected rows of a Parquet, table or CSV source, with the ADDED columns of removed rows."""
+    extra = pick[1]
+    removed = is_removed(extra)
+    for rows, which in selected_rows(source, pick, resources):
+        if removed:
+            for name in ADDED:
+                rows = rows.append_column(name, extra[name].take(pa.array(which)))
+        yield rows
+
+
+def lines_in_order(
+    sources: list[CorpusSource],
+    picks: dict[int, tuple[np.ndarray, dict]],
+    resources: db.Resources,
+    to_json: Callable[[pa.RecordBatch], list[str]],
+) -> Iterator[str]:
+    """Every selected row as a JSON Lines line, in input order: a JSON Lines source's as it was read, the
+    others' made by `to_json` from their Arrow rows."""
+    lines = json_lines(sources, picks, resources)
+    waiting = next(lines, None)
+    for index, source in enumerate(sources):
+        if index not in picks:
             continue
-        extra = picks[index][1]
-        removed = is_removed(extra)
-        for rows, which in selected_rows(source, picks[index], resources):
-            if removed:
-                for name in ADDED:
-                    rows = rows.append_column(name, extra[name].take(pa.array(which)))
-            yield rows
+        if source.kind != "jsonl":
+            for batch in source_batches(source, picks[index], resources):
+                yield from to_json(batch)
+            continue
+        while waiting is not None and waiting[0] == index:
+            yield waiting[1]
+            waiting = next(lines, None)
 
 
 def schema_of(source: CorpusSource, extra: dict | None, con) -> pa.Schema:
@@ -171,36 +198,67 @@ def schema_of(source: CorpusSource, extra: dict | None, con) -> pa.Schema:
     return schema
 
 
-def unified(schemas: dict[str, pa.Schema]) -> pa.Schema | None:
-    """One schema for the rows of every source (by its name); a one-line InputError naming the source
-    whose column cannot meet the ones before it."""
+def unified(schemas: dict[str, pa.Schema], as_text: bool = False) -> pa.Schema | None:
+    """One schema for the rows of every source (by its name): their columns by name, types widened where
+    Arrow can; failing that, categorical (dictionary) columns as their values; failing that, for a CSV
+    output (`as_text`), every column as text. A one-line InputError names the source whose columns
+    cannot meet the ones before it."""
     if len(schemas) < 2:
         return next(iter(schemas.values()), None)
-    unified = None
+    forms = [lambda t: t, lambda t: t.value_type if pa.types.is_dictionary(t) else t]
+    if as_text:
+        forms.append(lambda t: pa.string())
+    error = None
+    for form in forms:
+        try:
+            merged = _merged({name: _retyped(schema, form) for name, schema in schemas.items()})
+        except InputError as e:
+            error = error or e
+            continue
+        everywhere = set.intersection(*(set(schema.names) for schema in schemas.values()))
+        return pa.schema(
+            [field if field.name in everywhere else field.with_nullable(True) for field in merged],
+            metadata=merged.metadata,
+        )
+    raise error
+
+
+def _retyped(schema: pa.Schema, form: Callable[[pa.DataType], pa.DataType]) -> pa.Schema:
+    return pa.schema([field.with_type(form(field.type)) for field in schema], metadata=schema.metadata)
+
+
+def _merged(schemas: dict[str, pa.Schema]) -> pa.Schema:
+    merged = None
     for name, schema in schemas.items():
         try:
-            both = [schema] if unified is None else [unified, schema]
-            unified = pa.unify_schemas(both, promote_options="permissive")
+            merged = pa.unify_schemas(
+                [schema] if merged is None else [merged, schema], promote_options="permissive"
+            )
         except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError) as e:
             raise InputError(
                 f"{name}: its columns and those of the inputs before it cannot be written as one table: "
                 f"{one_line(e, 200)}"
             ) from None
-    everywhere = set.intersection(*(set(schema.names) for schema in schemas.values()))
-    return pa.schema(
-        [field if field.name in everywhere else field.with_nullable(True) for field in unified],
-        metadata=unified.metadata,
-    )
+    return merged
 
 
 def aligned(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """A batch with the columns of `schema`, in its order: cast to its types, nulls where it has none."""
+    """A batch with the columns of `schema`, in its order: cast to its types, nulls where it has none; a
+    one-line InputError for a value the common type cannot hold (an integer over 2^53 as a double)."""
     if batch.schema.equals(schema):
         return batch
     columns = []
     for field in schema:
         i = batch.schema.get_field_index(field.name)
-        columns.append(batch.column(i).cast(field.type) if i >= 0 else pa.nulls(batch.num_rows, field.type))
+        try:
+            columns.append(
+                batch.column(i).cast(field.type) if i >= 0 else pa.nulls(batch.num_rows, field.type)
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InputError(
+                f"column '{field.name}': a value cannot take the type {field.type} the inputs share "
+                f"({one_line(e, 120)})"
+            ) from None
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -244,7 +302,7 @@ def _json_rows(
 ) -> _JsonRows:
     """The selected JSON Lines rows, written to one scratch file (removed when `stack` closes) and read
     back through DuckDB's read_json."""
-    scratch = Path(resources.temp_directory or ".") / f"dedup-rows-{os.getpid()}.jsonl"
+    scratch = Path(resources.temp_directory or tempfile.gettempdir()) / f"dedup-rows-{os.getpid()}.jsonl"
     scratch.parent.mkdir(parents=True, exist_ok=True)
     stack.callback(scratch.unlink, missing_ok=True)
     counts: dict[int, int] = {}
@@ -264,10 +322,32 @@ def _json_rows(
             f"{named}: the kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
         ) from None
     query = "select * from read_json($f, format = 'newline_delimited', sample_size = -1)"
+    try:
+        described = con.execute(f"describe {query}", {"f": str(scratch)}).fetchall()
+    except db.duckdb.Error as e:
+        raise InputError(
+            f"{named}: the kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
+        ) from None
+    mixed = {name for name, kind, *_ in described if kind == "JSON"}
     stream = arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS)
+    if mixed:
+        stream = (_as_text(batch, mixed) for batch in stream)
     if names:
         stream = (batch.rename_columns([names.get(n, n) for n in batch.schema.names]) for batch in stream)
     return _JsonRows(stream, counts, named)
+
+
+def _as_text(batch: pa.RecordBatch, columns: set[str]) -> pa.RecordBatch:
+    """read_json types a key whose values differ in kind (a number here, a string there; an object) as
+    JSON: its values are JSON texts. As text, a string is the string itself, not its quoted JSON."""
+    arrays = list(batch.columns)
+    for i, name in enumerate(batch.schema.names):
+        if name in columns:
+            values = arrays[i].to_pylist()
+            arrays[i] = pa.array(
+                [json.loads(v) if v is not None and v.startswith('"') else v for v in values], pa.string()
+            )
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
 KEYS = (

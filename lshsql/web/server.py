@@ -136,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             return _error(HTTPStatus.NOT_FOUND, str(e), work_name)
         except LshsqlError as e:
             return _error(HTTPStatus.INTERNAL_SERVER_ERROR, str(e), work_name)
+        except db.duckdb.InterruptException:  # Ctrl-C stops the server and the queries it runs
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping", work_name)
         except Exception as e:  # noqa: BLE001 - the boundary of a request: one line, no traceback
             print(f"lshsql serve: error: {type(e).__name__}: {one_line(e, 300)}", file=sys.stderr)
             return _error(

@@ -289,6 +289,39 @@ def test_inputs_whose_columns_cannot_meet_are_refused_before_the_work(tmp_path):
     assert not (tmp_path / "w").exists() and not (tmp_path / "out.parquet").exists()
     summary = dedup_files(inputs, tmp_path / "w2", out=tmp_path / "out.jsonl")  # JSON Lines hold both
     assert summary.kept == 2
+    dedup_files(inputs, tmp_path / "w3", out=tmp_path / "out.csv")  # and CSV, as text
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[1:] == [
+        '"1","one two three four five six"',
+        '"x","seven eight nine ten eleven"',
+    ]
+    pq.write_table(pa.table({"id": [2.5], "text": ["seven eight nine ten eleven"]}), tmp_path / "c.parquet")
+    pq.write_table(
+        pa.table({"id": [2**53 + 1], "text": ["one two three four five six"]}), tmp_path / "a.parquet"
+    )
+    with pytest.raises(InputError, match="column 'id': a value cannot take the type double"):
+        lshsql.dedup([str(tmp_path / "a.parquet"), str(tmp_path / "c.parquet")], tmp_path / "w4")
+
+
+def test_a_key_typed_apart_by_the_shards_is_text_and_json_lines_stay_as_read(tmp_path):
+    # a number in one shard and a string in another, an object and a list: DuckDB types such a key JSON,
+    # whose strings are quoted; written as text they are the strings themselves
+    texts = ["alpha beta gamma delta epsilon zeta eta", "one two three four five six seven eight"]
+    write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": texts[0], "year": 2020, "n": {"a": 1}}])
+    write_jsonl(tmp_path / "b.jsonl", [{"id": "b", "text": texts[1], "year": 'say "hi"', "n": [1]}])
+    inputs = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    dedup_files(inputs, tmp_path / "w1", out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column("year").to_pylist() == ["2020", 'say "hi"']
+    assert out.column("n").to_pylist() == ['{"a":1}', "[1]"]
+    # JSON Lines out of JSON Lines and Parquet: the JSON Lines rows as they were read, byte for byte
+    line = '{"id": "j", "text": "' + texts[0] + '", "Text": "T", "": 1, "big": 12345678901234567890123}'
+    (tmp_path / "c.jsonl").write_text(line + "\n", encoding="utf-8")
+    pq.write_table(pa.table({"id": ["p"], "text": [texts[1]]}), tmp_path / "d.parquet")
+    dedup_files(
+        [str(tmp_path / "c.jsonl"), str(tmp_path / "d.parquet")], tmp_path / "w2", out=tmp_path / "o.jsonl"
+    )
+    lines = (tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == line and json.loads(lines[1]) == {"id": "p", "text": texts[1]}
 
 
 def test_keep_policies(tmp_path):

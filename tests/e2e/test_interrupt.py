@@ -115,3 +115,27 @@ def test_what_fails_after_ctrl_c_is_reported_as_interrupted(monkeypatch, capsys,
     with pytest.raises(SystemExit) as exit:
         main()
     assert (exit.value.code, capsys.readouterr().err.strip()) == expected
+
+
+def test_a_connection_closed_meanwhile_does_not_keep_the_others_running(tmp_path):
+    # the relay lists the open connections, then interrupts each: one closed in between must not
+    # leave the rest running
+    from lshsql.engines import duckdb as db
+
+    resources = db.Resources(memory_limit="1GB", threads=1)
+    with db.connect(resources) as first, db.connect(resources) as second:
+        first.close()
+        failed = []
+
+        def endless() -> None:
+            try:
+                second.execute(ENDLESS).fetchall()
+            except db.duckdb.Error as e:
+                failed.append(e)
+
+        worker = threading.Thread(target=endless)
+        worker.start()
+        time.sleep(0.5)
+        db.interrupt_all()
+        worker.join(60)
+        assert not worker.is_alive() and isinstance(failed[0], db.duckdb.InterruptException)
