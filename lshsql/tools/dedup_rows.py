@@ -124,13 +124,18 @@ def typed_rows(
     (text, where one's values are numbers and another's strings)."""
     with ExitStack() as stack:
         json_rows = _json_rows(sources, picks, resources, stack)
-        schemas = {json_rows.source: json_rows.schema} if json_rows.counts else {}
+        schemas: dict[str, pa.Schema] = {}
         con = None  # one DuckDB for the columns of every CSV source
         for index, source in enumerate(sources):
-            if index in picks and source.kind != "jsonl":
-                if source.kind == "csv" and con is None:
-                    con = stack.enter_context(db.connect(resources))
-                schemas[str(source.path)] = schema_of(source, picks[index][1], con)
+            if index not in picks:
+                continue
+            if source.kind == "jsonl":
+                if json_rows.counts and json_rows.source not in schemas:
+                    schemas[json_rows.source] = json_rows.schema
+                continue
+            if source.kind == "csv" and con is None:
+                con = stack.enter_context(db.connect(resources))
+            schemas[str(source.path)] = schema_of(source, picks[index][1], con)
         yield unified(schemas, as_text), _batches(sources, picks, resources, json_rows)
 
 
@@ -310,7 +315,8 @@ def _json_rows(
         for index, line in json_lines(sources, picks, resources):
             f.write(line + "\n")
             counts[index] = counts.get(index, 0) + 1
-    named = ", ".join(str(sources[i].path) for i in counts)
+    files = [str(sources[i].path) for i in counts]
+    named = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more" if files else ""
     if not counts:
         return _JsonRows(None, counts, named)
     con = stack.enter_context(db.connect(resources))

@@ -276,6 +276,8 @@ def test_inputs_with_different_columns_make_one_table(tmp_path):
     assert out.column("score").to_pylist() == expected_score
     assert out.column("rank").to_pylist() == [2.5 if third <= where[k] < 2 * third else None for k in kept]
     assert lshsql.dedup(inputs, tmp_path / "w2").equals(out)
+    dedup_files(inputs[1::-1], tmp_path / "w4", out=tmp_path / "first.parquet")  # the Parquet file first
+    assert pq.read_table(tmp_path / "first.parquet").column_names == ["id", "text", "rank", "score"]
     dedup_files(inputs[:2], tmp_path / "w3", out=tmp_path / "out.csv")
     assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0] == '"id","text","score","rank"'
 
