@@ -375,8 +375,7 @@ def _renamed_keys(con, scratch: Path) -> dict[str, str]:
     with open(scratch, encoding="utf-8") as rows, open(renamed, "w", encoding="utf-8") as out:
         for line in rows:
             record = json.loads(line)
-            out.write(
-                json.dumps({column[k]: v for k, v in record.items()}) + "\n"
-            )  # ASCII: a lone surrogate stays \\udXXX
+            # json.dumps writes ASCII: a lone surrogate (legal JSON) stays an escape
+            out.write(json.dumps({column[k]: v for k, v in record.items()}) + "\n")
     os.replace(renamed, scratch)
     return {name: key for key, name in column.items()}
