@@ -334,25 +334,31 @@ def kill_worker(cluster: Cluster, number: int) -> list[int]:
 
 
 def busy_worker(cluster: Cluster, driver_ui: str) -> int | None:
-    """The number of a live worker whose executor runs a task now (by the driver's REST API, matched to the
-    worker by the executor JVM's process group), or None."""
+    """The number of a live worker to kill now (by the driver's REST API, matched to the worker by the
+    executor JVM's process group), or None: one whose executor runs a task, else, while a job runs, one
+    whose executor has run any. A stage of small tasks leaves gaps between them in which no executor is
+    busy; its job is running through them, and the worker's lost shuffle outputs still have to be made
+    again."""
     try:
-        with urllib.request.urlopen(f"{driver_ui}/api/v1/applications", timeout=2) as response:
-            apps = json.load(response)
-        if not apps:
+        app = _rest(driver_ui, "applications")
+        if not app:
             return None
-        with urllib.request.urlopen(
-            f"{driver_ui}/api/v1/applications/{apps[0]['id']}/executors", timeout=2
-        ) as response:
-            busy = {
-                e["id"] for e in json.load(response) if e["id"] != "driver" and e.get("activeTasks", 0) > 0
-            }
-    except (OSError, ValueError):
+        base = f"applications/{app[0]['id']}"
+        listed = [e for e in _rest(driver_ui, f"{base}/executors") if e["id"] != "driver"]
+        busy = {e["id"] for e in listed if e.get("activeTasks", 0) > 0}
+        if not busy and _rest(driver_ui, f"{base}/jobs?status=running"):
+            busy = {e["id"] for e in listed if e.get("totalTasks", 0) > 0}
+    except (OSError, ValueError, KeyError):
         return None
     for number in range(1, len(cluster.processes)):
         if number not in cluster.killed and busy & executors([cluster.processes[number].pid]).keys():
             return number
     return None
+
+
+def _rest(driver_ui: str, path: str) -> list:
+    with urllib.request.urlopen(f"{driver_ui}/api/v1/{path}", timeout=10) as response:
+        return json.load(response)
 
 
 @dataclass
@@ -385,9 +391,9 @@ def run_killing(
 ) -> KilledRun:
     """Run `command` (an `lshsql run` on this cluster, not --quiet, with its driver's web UI at
     `driver_ui`). While its log says `stage` runs (from `  stage ...` to the next stage's line), poll the
-    driver until a worker's executor runs a task and kill that worker (kill_worker); no kill when the
-    stage ends first, or for stage None. The run's process group is killed after `timeout` seconds
-    (returncode -9), so no driver JVM outlives it."""
+    driver until a worker can be killed while a task or job runs (busy_worker) and kill it (kill_worker);
+    no kill when the stage ends first, or for stage None. The run's process group is killed after
+    `timeout` seconds (returncode -9), so no driver JVM outlives it."""
     started = time.monotonic()
     process = subprocess.Popen(
         command,

@@ -48,7 +48,9 @@ def test_a_worker_killed_in_the_pairs_stage(tmp_path: Path) -> None:
     log = result.stderr[-4000:]
     assert result.returncode != -9, f"the run did not end within {RUN_TIMEOUT} s:\n{log}"
     assert result.stage_at is not None, f"the pairs stage never began:\n{log}"
-    assert result.killed_at is not None, f"no pairs task was seen running, so no worker was killed:\n{log}"
+    assert result.killed_at is not None, (
+        f"no pairs task or job was seen running, so no worker was killed:\n{log}"
+    )
     assert len(result.pids) >= 2  # the Worker JVM and its executor JVM at least
     assert "Traceback" not in result.stderr, log  # no Python traceback
     assert not [line for line in result.stderr.splitlines() if line.startswith("\tat ")], log  # nor a JVM one
