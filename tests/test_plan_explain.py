@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+import random
 
 import duckdb
 import pytest
 
 from lshsql.engines import duckdb as db
 from lshsql.errors import InputError
+from lshsql.lsh import scurve
 from lshsql.lsh.plan import plan
 from lshsql.lsh.scurve import resolve, tables_recall
 from lshsql.params import Params
 from lshsql.pipeline import run
 from lshsql.tools.explain import explain_pair, explain_url, pair_lines, url_lines
 from tests.conftest import copy_work
+from tests.e2e.test_reuse import RESOURCES, random_bags, write_bags
 
 PYTHON_INDEX = "https://docs.python.example/3.11/index.html"
 
@@ -169,3 +172,41 @@ def test_a_recall_outside_0_1_is_refused(recall):
 
     with pytest.raises(ParamError, match=r"recall is a probability in \(0, 1\)"):
         plan(0.5, recall=recall)
+
+
+def test_a_large_plan_is_told_and_a_usual_one_is_not():
+    # the 100k sets corpus at the default threshold 0.2 (k = 4, l = 4178, 162M candidates expected)
+    huge = Params(threshold=0.2, num_perm=80, k=4, l=4178)
+    note = scurve.large_plan_note(huge, 100_000, 162_000_000)
+    assert note.startswith("note: a large plan: 4,178 tables of k = 4 on 100,000 URLs")
+    assert "162,000,000 candidate pairs expected (1,620 a URL)" in note and "(now 0.2)" in note
+    # the PostgreSQL manual's crawl at 0.2, and 10M URLs at 0.5: a lot of work in all, little a URL
+    assert scurve.large_plan_note(Params(threshold=0.2, num_perm=80, k=2, l=106), 2_844, 162_329) is None
+    assert scurve.large_plan_note(Params(threshold=0.5, num_perm=128, k=6, l=293), 10**7, 1.7e8) is None
+    # much work a URL on few URLs is quick whatever its plan
+    assert scurve.large_plan_note(huge, 1_000, 1_620_000) is None
+
+
+def test_candidates_in_work_inverts_the_planned_work():
+    work = scurve.planned_work(66, 100_000, 2.3e6) + scurve.POSITION_COST * 80 * 100_000
+    assert scurve.candidates_in_work(work, 66, 100_000, 80) == pytest.approx(2.3e6)
+
+
+@pytest.mark.parametrize("num_perm", [None, 80], ids=["m planned", "m given"])
+def test_run_tells_a_large_plan_before_the_signatures_are_made(tmp_path, monkeypatch, num_perm):
+    rng = random.Random(3)
+    bags = write_bags(tmp_path / "bags.parquet", random_bags(rng, 300))
+    params = Params(weighting="none", threshold=0.5, num_perm=num_perm)
+    said: list[str] = []
+    run(tmp_path / "usual", params, bags=bags, resources=RESOURCES, log=said.append)
+    assert said and not [line for line in said if "large plan" in line]
+    monkeypatch.setattr(scurve, "LARGE_WORK", 0)
+    monkeypatch.setattr(scurve, "LARGE_WORK_PER_URL", 0)
+    said.clear()
+    summary = run(tmp_path / "large", params, bags=bags, resources=RESOURCES, log=said.append)
+    notes = [line for line in said if line.startswith("note: a large plan:")]
+    assert len(notes) == 1, said
+    p = summary.params
+    assert f"{p.l:,} tables of k = {p.k} on 300 URLs" in notes[0]
+    before = "  signatures ..." if num_perm is None else "  buckets ..."
+    assert said.index(notes[0]) < said.index(before)

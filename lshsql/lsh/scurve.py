@@ -48,6 +48,11 @@ NUM_PERM_CHOICES = (DEFAULT_NUM_PERM, 128)
 # at 100k, 1M and 10M URLs, bench/RESULTS.md).
 POSITION_COST = 0.9
 NUM_PERM_GAIN = 0.95
+# A plan whose work is over both is told the user before its stages run (large_plan_note): some 7 times the
+# work a URL of the PostgreSQL manual's crawl at the default threshold, and enough in all that small runs,
+# quick whatever their plan, say nothing.
+LARGE_WORK_PER_URL = 2_000
+LARGE_WORK = 5e7
 
 
 def resolve(params: Params, whole_sets: bool) -> Params:
@@ -371,6 +376,26 @@ def expected_candidates(histogram: np.ndarray, n_urls: int, k: int, l: int) -> f
 def planned_work(l: int, n_urls: int, candidates: float) -> float:  # noqa: E741
     """The planner's cost of l tables on N URLs: l * N band keys plus CANDIDATE_COST per candidate pair."""
     return l * n_urls + CANDIDATE_COST * candidates
+
+
+def large_plan_note(params: Params, n_urls: int, candidates: float) -> str | None:
+    """A line telling that the chosen (k, l) make a large run of N URLs (its work, planned_work and the
+    min-hashes, over LARGE_WORK_PER_URL a URL and LARGE_WORK in all), said before the stages that take
+    long; else None."""
+    work = planned_work(params.l, n_urls, candidates) + POSITION_COST * params.num_perm * n_urls
+    if work < LARGE_WORK or work < LARGE_WORK_PER_URL * n_urls:
+        return None
+    return (
+        f"note: a large plan: {params.l:,} tables of k = {params.k} on {n_urls:,} URLs, about "
+        f"{candidates:,.0f} candidate pairs expected ({candidates / n_urls:,.0f} a URL); this run may take "
+        f"long and spill to disk. A higher --threshold (now {params.threshold:g}) needs fewer: "
+        "`lshsql plan --threshold T --work DIR` lists the options once the signatures are made."
+    )
+
+
+def candidates_in_work(work: float, l: int, n_urls: int, num_perm: int) -> float:  # noqa: E741
+    """The expected candidate pairs counted in a work of choose_num_perm for (l, m)."""
+    return max(0.0, (work - POSITION_COST * num_perm * n_urls - l * n_urls) / CANDIDATE_COST)
 
 
 def choose_kl_for_sample(

@@ -147,13 +147,13 @@ def _run(
             turn = time.perf_counter()  # a stage's seconds count the planning done for it (m, k and l)
             if stage.name == "signatures" and params.num_perm is None:
                 here = not (only and stage.name not in only)
-                params, m_planned, kept = _plan_num_perm(stage_engine, work, params, here, previous)
+                params, m_planned, kept = _plan_num_perm(stage_engine, work, params, here, previous, log)
                 summary.params = params
                 if kept:  # later runs keep it: their signatures stay valid
                     requested["num_perm"] = params.num_perm
                 plan_tables = params.k is None  # planned with m from the same sample, or not yet
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
-                params = _plan_tables(stage_engine, work, params)
+                params = _plan_tables(stage_engine, work, params, log)
                 summary.params = params
             # no pairs of signatures sampled: the closed form's
             if stage.name == "buckets" and params.k is None:
@@ -335,7 +335,7 @@ def _user_table_fingerprint(work: Path, relation: str) -> str | None:
     return f"table:{identity}" if identity else None
 
 
-def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
+def _plan_tables(engine: Engine, work: Path, params: Params, log: Log | None = None) -> Params:
     """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
     sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
     DuckDB whatever the engine (engine.local_duckdb; it reads DIR/signatures.parquet, the same file either
@@ -344,11 +344,20 @@ def _plan_tables(engine: Engine, work: Path, params: Params) -> Params:
         signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
     if signatures is None or len(signatures) < 2:  # no pairs to sample: the closed form's (see _run)
         return params
-    return scurve.with_tables(replace(params, k=None, l=None), agreement_histogram(signatures), n_urls)
+    histogram = agreement_histogram(signatures)
+    params = scurve.with_tables(replace(params, k=None, l=None), histogram, n_urls)
+    _say_if_large(log, params, n_urls, scurve.expected_candidates(histogram, n_urls, params.k, params.l))
+    return params
+
+
+def _say_if_large(log: Log | None, params: Params, n_urls: int, candidates: float) -> None:
+    note = scurve.large_plan_note(params, n_urls, candidates)
+    if log and note:
+        log(note)
 
 
 def _plan_num_perm(
-    engine: Engine, work: Path, params: Params, here: bool, previous: dict
+    engine: Engine, work: Path, params: Params, here: bool, previous: dict, log: Log | None = None
 ) -> tuple[Params, dict, bool]:
     """m for a run that leaves it to the planner (Params.plans_num_perm). A folder whose signatures were
     made keeps their m (a rerun reuses them), so the choice is made once: before the signatures stage, from
@@ -374,7 +383,10 @@ def _plan_num_perm(
         m, tables, expected = num_perm_for_bags(con, bags_path, int(n_urls), params)
     k, l = tables or (None, None)  # noqa: E741
     work_by_m = {"num_perm_work": {str(key): round(value) for key, value in expected.items()}}
-    return replace(params, num_perm=m, k=k, l=l), work_by_m, True
+    params = replace(params, num_perm=m, k=k, l=l)
+    if tables:
+        _say_if_large(log, params, int(n_urls), scurve.candidates_in_work(expected[m], l, int(n_urls), m))
+    return params, work_by_m, True
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:
