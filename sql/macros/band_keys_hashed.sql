@@ -10,13 +10,32 @@
     takes the keys of other rows too: band_source names the relation, band_keys the CTE (defaults:
     signatures, band_keys). #}
 {%- set source = band_source | default("signatures") %}
+{#- Up to 64 tables, a select of each, joined by union all. More tables are taken a chunk of them a select,
+    their keys unnested together (DuckDB zips two lists unnested in one select), so that the query stays
+    at 64 selects: each costs a scan of its own, and thousands of them (a low threshold, few URLs) took
+    twenty times the time of the keys they made (bench/RESULTS.md). #}
+{%- set per_select = ((bands | length) + 63) // 64 %}
 {{ band_keys | default("band_keys") }} as (
-    {%- for band, indices in bands %}
+    {%- for chunk in bands | batch(per_select) %}
+    {%- if chunk | length == 1 %}
+    {%- set band, indices = chunk[0] %}
     select
         {{ source }}.url_id,
         {{ band }} as band,
         hash({% for index in indices %}{{ source }}.h{{ index }}{{ ", " if not loop.last }}{% endfor %}) as key1
     from {{ source }}
+    {%- else %}
+    select
+        {{ source }}.url_id,
+        unnest([{% for band, indices in chunk %}{{ band }}{{ ", " if not loop.last }}{% endfor %}]) as band,
+        unnest([
+            {%- for band, indices in chunk %}
+            hash({% for index in indices %}{{ source }}.h{{ index }}{{ ", " if not loop.last }}{% endfor %})
+            {{- ", " if not loop.last }}
+            {%- endfor %}
+        ]) as key1
+    from {{ source }}
+    {%- endif %}
     {%- if not loop.last %}
     union all
     {%- endif %}

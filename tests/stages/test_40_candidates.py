@@ -66,13 +66,20 @@ def test_a_big_bucket_is_capped(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("knob", "value"), [("BAND_KEY_BYTES", 10**12), ("BATCH_BAND_KEYS", 1), ("BATCH_BAND_KEYS", 4 * 59)]
+    ("knob", "value", "tables"),
+    [
+        ("BAND_KEY_BYTES", 10**12, 6),
+        ("BATCH_BAND_KEYS", 1, 6),
+        ("BATCH_BAND_KEYS", 4 * 59, 6),
+        ("BATCH_BAND_KEYS", 100 * 59, 130),
+    ],
 )
-def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, value):
+def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, value, tables):
     """When l * N band keys exceed the memory limit or BATCH_BAND_KEYS the buckets runner takes the tables
     in batches and writes the batches' rows in order: the same buckets, so the same candidates and bucket
     sizes, as in one go (the Parquet encoding may differ). Forced here with one table per batch, by either
-    bound, and with batches of 4 and 2 of the 6 tables."""
+    bound, with batches of 4 and 2 of the 6 tables, and of 100 and 30 of 130 (the first batch's selects
+    take two tables each, the second's one, macros/band_keys_hashed.sql)."""
     import numpy as np
 
     from lshsql.engines import base as engine
@@ -88,7 +95,7 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
 
     rng = np.random.default_rng(3)
     signatures = [{"url_id": i, **{f"h{j}": int(rng.integers(0, 3)) for j in range(8)}} for i in range(1, 60)]
-    params = resolve(Params(num_perm=8, k=2, l=6, max_bucket=5), True)
+    params = resolve(Params(num_perm=8, k=2, l=tables, max_bucket=5), True)
     files = {}
     for batched in (False, True):
         work = tmp_path / f"batched{batched}"
@@ -101,7 +108,9 @@ def test_batches_of_tables_give_the_same_buckets(tmp_path, monkeypatch, knob, va
     assert combined == ["buckets"]  # the batched run's
 
 
-def test_both_files_of_the_buckets_stage_give_the_same_rows(tmp_path, monkeypatch):
+# 130 tables: several a select of the band keys, and one alone (macros/band_keys_hashed.sql)
+@pytest.mark.parametrize("tables", [7, 130])
+def test_both_files_of_the_buckets_stage_give_the_same_rows(tmp_path, monkeypatch, tables):
     """On DuckDB (sql/35_buckets.sql) a table's k values are one 64-bit hash (sql/macros/band_keys_hashed.sql)
     and the shared keys are found by sorting the band keys; the portable file Spark runs
     (sql/35_buckets_grouped.sql) keeps the k values and groups them. Both give the same buckets (named by
@@ -117,7 +126,7 @@ def test_both_files_of_the_buckets_stage_give_the_same_rows(tmp_path, monkeypatc
         {"url_id": i, **{f"h{j}": int(rng.integers(0, 3 if i % 2 else 6)) for j in range(9)}}
         for i in range(1, 160)
     ]
-    params = resolve(Params(num_perm=9, k=3, l=7, max_bucket=4), True)
+    params = resolve(Params(num_perm=9, k=3, l=tables, max_bucket=4), True)
     sql_file = runners.sql_file
     results = {}
     for portable in (False, True):
@@ -132,8 +141,14 @@ def test_both_files_of_the_buckets_stage_give_the_same_rows(tmp_path, monkeypatc
     buckets, rows, sizes = results[False]
     assert len(rows) > 500 and any(s["n_pairs_emitted"] < s["n_pairs"] for s in sizes)
     members = {(r["band"], r["url_id"]) for r in buckets}
-    assert {r["n_members"] for r in buckets} >= {2, 3} and 159 * 7 - len(members) > 100  # keys of one URL
+    assert {r["n_members"] for r in buckets} >= {2, 3} and 159 * tables - len(
+        members
+    ) > 100  # keys of one URL
     assert results[True] == results[False]
+    from lshsql import pipeline, sqlfiles
+
+    text = sqlfiles.render(sqlfiles.load("35_buckets.sql"), pipeline.band_context(params, tmp_path))
+    assert text.count("unnest([") == (2 * 43 if tables > 64 else 0)  # 43 selects of 3 tables, 1 of 1
 
 
 def test_the_band_key_is_hashed_and_sorted_on_duckdb_only(tmp_path):
