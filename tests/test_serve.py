@@ -3,13 +3,18 @@ a crawl with hostile titles and a dedup folder; the front page rendered by a rea
 
 from __future__ import annotations
 
+import contextlib
 import html
+import http.client
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -240,6 +245,78 @@ def test_a_query_stopped_by_ctrl_c_is_a_quiet_503(example, monkeypatch, capfd):
     status, body, _ = get(example, "/")
     assert status == 503 and "the server is stopping" in body
     assert "error" not in capfd.readouterr().err
+
+
+def test_stopping_the_server_stops_its_queries_and_waits_for_them(example_run, tmp_path, monkeypatch):
+    # Python exiting while a request's thread is still inside DuckDB aborts the process (SIGABRT after
+    # `stopped`): stop_queries interrupts what runs, waits until no request is in a query, and answers
+    # later requests without one
+    from lshsql.web import server as web_server
+    from lshsql.web.site import connect
+    from tests.e2e.test_interrupt import ENDLESS
+
+    entered, started = threading.Event(), []
+
+    def endless(site, query):
+        started.append(site)
+        with connect(site) as con:
+            entered.set()
+            con.execute(ENDLESS).fetchall()
+        return "never", ""
+
+    monkeypatch.setitem(web_server.ROUTES, "/", endless)
+    server = make_server(example_run, port=0, resources=one_thread(tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = address(server).rstrip("/")
+    answers = []
+    request = threading.Thread(target=lambda: answers.append(get(base, "/")), daemon=True)
+    try:
+        request.start()
+        assert entered.wait(60)
+        time.sleep(0.3)  # into the query
+        before = time.monotonic()
+        assert server.stop_queries(timeout=30) is True
+        assert time.monotonic() - before < 10
+        request.join(30)
+        assert answers and answers[0][0] == 503 and "the server is stopping" in answers[0][1]
+        assert get(base, "/")[0] == 503 and len(started) == 1  # no query for a request after stopping
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_requests_in_flight_stops_the_server_cleanly(example_run):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lshsql", "serve", "--work", str(example_run), "--port", "0", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    base = process.stdout.readline().split(" at ")[1].split()[0].rstrip("/")
+    stop, answered = threading.Event(), []
+
+    def ask(number: int) -> None:
+        paths = ["/", "/?q=python", "/url?u=https://docs.python.example/3.11/index.html", f"/?page={number}"]
+        while not stop.is_set():
+            with contextlib.suppress(OSError, http.client.HTTPException):  # the server gone meanwhile
+                answered.append(get(base, paths[len(answered) % len(paths)])[0])
+
+    askers = [threading.Thread(target=ask, args=(n,), daemon=True) for n in range(8)]
+    for asker in askers:
+        asker.start()
+    time.sleep(2)
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        stop.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0 and out.endswith("stopped\n"), (process.returncode, err)
+    assert err == "" and set(answered) <= {200, 503} and 200 in answered
 
 
 def cluster_link(body: str) -> str:

@@ -314,6 +314,7 @@ def serve(
     try:
         server.serve_forever()
     except KeyboardInterrupt:
+        server.stop_queries()
         typer.echo("stopped")
     finally:
         server.server_close()

@@ -128,6 +128,8 @@ def register_outputs(con: duckdb.DuckDBPyConnection, work: Path) -> dict[str, Ex
             if relation == "term_counts" and isinstance(e, InputError) and user_bags_source(work):
                 unopened[relation] = InputError(f"{e}; term_counts of {work} is a view of this --bags table")
             continue
+        except duckdb.InterruptException:  # Ctrl-C, not a file DuckDB could not open
+            raise
         except duckdb.Error as e:
             unopened[relation] = e
     return unopened

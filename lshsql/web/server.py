@@ -8,7 +8,10 @@ sessions and no assets; a web framework would add a dependency and little else.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,7 +48,8 @@ def make_server(
     log: Callable[[str], None] | None = None,
 ) -> ThreadingHTTPServer:
     """A server for the finished work folder `work`, bound to host:port (port 0: a free one, see
-    `server.server_address`) but not yet serving: call `serve_forever()`, and `server_close()` after.
+    `server.server_address`) but not yet serving: call `serve_forever()`, then `stop_queries()` (its
+    requests' DuckDB queries stopped and waited for) and `server_close()`.
     A missing or unfinished work folder, or an address that cannot be bound, is a one-line InputError.
     `log` receives one line per request (none by default)."""
     site = open_site(work, resources)
@@ -83,11 +87,50 @@ def address(server: ThreadingHTTPServer) -> str:
 
 
 class _Server(ThreadingHTTPServer):
-    """Threads that do not hold up stopping, and a dropped connection said in one line, not a traceback."""
+    """Threads that do not hold up stopping, and a dropped connection said in one line, not a traceback.
+    Its requests' queries can be stopped and waited for (stop_queries): a thread still inside DuckDB when
+    Python exits aborts the process."""
 
     daemon_threads = True
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopping = False
+        self._in_queries = 0
+        self._idle = threading.Condition()
+
+    @contextmanager
+    def answering(self) -> Iterator[bool]:
+        """Around a request's queries: yields False once the server is stopping (answer without them)."""
+        with self._idle:
+            if self.stopping:
+                yield False
+                return
+            self._in_queries += 1
+        try:
+            yield True
+        finally:
+            with self._idle:
+                self._in_queries -= 1
+                self._idle.notify_all()
+
+    def stop_queries(self, timeout: float = 10.0) -> bool:
+        """Start no more queries, stop the running ones and wait, at most `timeout` seconds, until no
+        request is inside one; False when some still were."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            self.stopping = True
+            while self._in_queries:
+                db.interrupt_all()  # again each round: a request may have opened a connection since
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(min(0.1, remaining))
+        return True
+
     def handle_error(self, request: object, client_address: tuple) -> None:
+        if self.stopping:  # a client's connection closed as the server stops: expected, nothing to say
+            return
         error = sys.exc_info()[1]
         print(
             f"lshsql serve: {client_address[0]}: {type(error).__name__}: {one_line(error or '')}",
@@ -96,6 +139,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    server: _Server
     site: Site
     log_line: Callable[[str], None]
     hosts: frozenset[str] | None = None
@@ -117,6 +161,12 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET  # noqa: N815
 
     def _answer(self) -> tuple[int, str]:
+        with self.server.answering() as open_:
+            if not open_:
+                return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping", str(self.site.work))
+            return self._answer_open()
+
+    def _answer_open(self) -> tuple[int, str]:
         parts = urlsplit(self.path)
         work_name = str(self.site.work)
         try:
