@@ -287,11 +287,35 @@ def _drawn_recalls(s: float, k: int, num_perm: int, seed: int, sketch: str = "mi
     """For j = 1, 2, ...: P(a pair of similarity s shares a bucket of at least one of the first j tables
     `run` draws with this seed (family.random_tables)), measured on RECALL_DRAWS seeded draws in which each
     of the m positions agrees with probability s, the same draws for every j, k and l."""
-    agree = _agreements(s, num_perm, seed, sketch)
-    missed = np.arange(RECALL_DRAWS)  # draws no table has found yet: each table need only look at these
+    missed = list(_agreement_words(s, num_perm, seed, sketch))  # the draws no table has found yet
     for table in family.random_tables(seed, num_perm, k):
-        missed = missed[~agree[np.ix_(missed, table)].all(axis=1)]
-        yield 1.0 - len(missed) / RECALL_DRAWS
+        masks: dict[int, int] = {}
+        for index in table:
+            masks[index // 64] = masks.get(index // 64, 0) | 1 << (index % 64)
+        found = None
+        for word, bits in masks.items():
+            mask = np.uint64(bits)
+            has = (missed[word] & mask) == mask
+            found = has if found is None else found & has
+        if found.any():
+            missed = [column[~found] for column in missed]
+        yield 1.0 - len(missed[0]) / RECALL_DRAWS
+
+
+@functools.lru_cache(maxsize=16)
+def _agreement_words(s: float, num_perm: int, seed: int, sketch: str = "minhash") -> tuple[np.ndarray, ...]:
+    """_agreements as bits, one array of the draws' words per 64 positions, position i the bit i % 64 of
+    word i // 64: a table finds a draw when the draw has every bit of the table's positions, an AND of a
+    word or two instead of k booleans looked up."""
+    agree = _agreements(s, num_perm, seed, sketch)
+    n_words = -(-num_perm // 64)
+    packed = np.zeros((RECALL_DRAWS, 8 * n_words), dtype=np.uint8)
+    packed[:, : -(-num_perm // 8)] = np.packbits(agree, axis=1, bitorder="little")
+    words = packed.view("<u8").astype(np.uint64)
+    columns = tuple(np.ascontiguousarray(words[:, word]) for word in range(n_words))
+    for column in columns:
+        column.flags.writeable = False
+    return columns
 
 
 @functools.lru_cache(maxsize=16)
