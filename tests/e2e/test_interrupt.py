@@ -64,7 +64,7 @@ def test_ctrl_c_stops_a_long_query(tmp_path):
     assert (code, err) == (130, "lshsql: error: interrupted\n")
 
 
-def test_a_run_stopped_by_ctrl_c_goes_on_when_given_again(tmp_path):
+def test_a_run_stopped_by_ctrl_c_goes_on_when_given_again(tmp_path, example_run):
     args = ["run", str(EXAMPLE_CRAWL), "--threads", "2", "--quiet"]
     process = _start([*args, "--work", str(tmp_path / "w")])
     manifest = tmp_path / "w" / "manifest.json"
@@ -78,14 +78,9 @@ def test_a_run_stopped_by_ctrl_c_goes_on_when_given_again(tmp_path):
         capture_output=True,
         timeout=300,
     )
-    fresh = subprocess.run(
-        [sys.executable, "-m", "lshsql", *args, "--work", str(tmp_path / "fresh")],
-        capture_output=True,
-        timeout=300,
-    )
-    assert again.returncode == fresh.returncode == 0, (again.stderr, fresh.stderr)
-    for name in ("pairs.parquet", "clusters.parquet"):
-        assert (tmp_path / "w" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+    assert again.returncode == 0, again.stderr
+    for name in ("pairs.parquet", "clusters.parquet"):  # a fresh run's bytes, whatever its threads
+        assert (tmp_path / "w" / name).read_bytes() == (example_run / name).read_bytes()
 
 
 @pytest.mark.parametrize(

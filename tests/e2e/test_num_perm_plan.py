@@ -10,7 +10,7 @@ import pytest
 from lshsql.engines import duckdb as db
 from lshsql.lsh import scurve
 from lshsql.lsh.minhash import bag_signatures
-from lshsql.lsh.plan import plan, sample_bags, sample_signatures
+from lshsql.lsh.plan import plan, sample_bags, sample_signatures, signature_width
 from lshsql.params import Params
 from lshsql.pipeline import params_for, run
 from tests.conftest import copy_work
@@ -136,10 +136,18 @@ def test_a_threshold_no_m_reaches_is_refused_before_any_stage(example_extraction
     with pytest.raises(ParamError, match="threshold 0.01"):
         run(work, Params(threshold=0.01), resources=_resources())
     assert not (work / "term_counts.parquet").exists() and not (work / "bags.parquet").exists()
-    # 0.05: no (k, l) of 80 min-hashes reaches the recall, 128's do, and the run takes them
+    # 0.05: no (k, l) of 80 min-hashes reaches the recall, 128's do, and the run takes them (the stages
+    # after the signatures, some 4,000 tables of k = 2, are the buckets tests' and the run's own)
     assert scurve.resolve(Params(threshold=0.05), whole_sets=False).plans_num_perm
-    low = run(copy_work(example_extraction, tmp_path / "low"), Params(threshold=0.05), resources=_resources())
-    assert low.params.num_perm == 128 and low.stages["pairs"]["rows"] > 0
+    through = ("term_counts", "urls", "terms", "bags", "signatures")
+    low = run(
+        copy_work(example_extraction, tmp_path / "low"),
+        Params(threshold=0.05),
+        resources=_resources(),
+        only=through,
+    )
+    assert low.params.num_perm == 128 and low.params.l > 1000 and low.stages["signatures"]["rows"] > 4000
+    assert signature_width(tmp_path / "low" / "signatures.parquet") == 128
 
 
 def test_the_choice_of_m_on_a_users_bags_table(tmp_path):
