@@ -102,11 +102,24 @@ def write_outputs(
         written.append(str(out))
     if removed is not None:
         if removed_rows:
-            write_rows(Path(removed), sources, dedup_rows.selected(work, "duplicate", resources), resources)
+            picks = dedup_rows.selected(work, "duplicate", resources)
+            empty = None if picks else _removed_rows_schema(work, sources, format_of(removed), resources)
+            write_rows(Path(removed), sources, picks, resources, empty)
         else:
             _write_removed_table(work, Path(removed), resources)
         written.append(str(removed))
     return written
+
+
+def _removed_rows_schema(
+    work: Path, sources: list[CorpusSource], fmt: str | None, resources: db.Resources
+) -> pa.Schema:
+    """The columns of removed rows when none was removed: those of the kept rows, and the ADDED ones."""
+    kept = dedup_rows.selected(work, "kept", resources)
+    with dedup_rows.typed_rows(sources, kept, resources, fmt == "csv") as (schema, _):
+        columns = list(schema or [])
+    added = (pa.int64(), pa.string(), pa.float64())  # kept_row, kept_id, similarity of dedup_rows.selected
+    return pa.schema(columns + [pa.field(name, t) for name, t in zip(dedup_rows.ADDED, added, strict=True)])
 
 
 def kept_table(work: Path, sources: list[CorpusSource], resources: db.Resources) -> pa.Table:
@@ -134,8 +147,10 @@ def write_rows(
     sources: list[CorpusSource],
     picks: dict[int, tuple[np.ndarray, dict]],
     resources: db.Resources,
+    empty: pa.Schema | None = None,
 ) -> None:
-    """The selected rows of every source, in input order, to `path` (complete or absent)."""
+    """The selected rows of every source, in input order, to `path` (complete or absent); a Parquet or
+    CSV file of no row has the columns of `empty`."""
     fmt = format_of(path)
     tmp = _temporary(path)
     try:
@@ -158,7 +173,7 @@ def write_rows(
                     f.write("\n")
         else:
             with dedup_rows.typed_rows(sources, picks, resources, fmt == "csv") as (schema, batches):
-                _write_arrow(tmp, fmt, str(path), batches, resources, schema)
+                _write_arrow(tmp, fmt, str(path), batches, resources, schema or empty)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -242,11 +257,15 @@ def _write_arrow(
                     text = stack.enter_context(_open_binary(tmp, name))
                     writer = stack.enter_context(pcsv.CSVWriter(text, schema))
             writer.write_batch(dedup_rows.aligned(batch, schema))
-        if writer is None:  # nothing selected: an empty file of the right kind
+        if writer is None:  # nothing selected: an empty file of the right kind, with its columns if known
+            empty = (schema or pa.schema([])).empty_table()
             if fmt == "parquet":
-                pq.write_table(pa.table({}), tmp)
+                pq.write_table(empty, tmp)
             else:
-                _open_binary(tmp, name).close()
+                with _open_binary(tmp, name) as text:
+                    if empty.num_columns:
+                        _check_csv_columns(empty.schema, name)
+                        pcsv.write_csv(empty, text)
 
 
 def _open_binary(tmp: Path, name: str):

@@ -165,6 +165,29 @@ def test_removed_rows_with_their_kept_document(tmp_path):
     assert table.column("lshsql_kept_id").to_pylist() == [EXPECTED[i] for i in table.column("id").to_pylist()]
 
 
+@pytest.mark.parametrize("name", ["r.parquet", "r.csv", "r.csv.gz", "r.jsonl"])
+def test_removed_rows_of_a_corpus_without_duplicates_have_the_columns(tmp_path, name):
+    # nothing removed: the file still has the columns a removed row would have (JSON Lines has none to say)
+    unique = [d for d in DOCS if d["id"] not in EXPECTED]
+    write_jsonl(tmp_path / "in.jsonl", unique)
+    summary = dedup_files(
+        [str(tmp_path / "in.jsonl")], tmp_path / "w", out=tmp_path / "kept.parquet", removed=tmp_path / name,
+        removed_rows=True,
+    )  # fmt: skip
+    assert summary.removed == 0
+    columns = ["id", "text", "lshsql_kept_row", "lshsql_kept_id", "lshsql_similarity"]
+    if name == "r.parquet":
+        table = pq.read_table(tmp_path / name)
+        assert table.num_rows == 0 and table.column_names == columns
+        assert table.schema.field("lshsql_similarity").type == pa.float64()
+    elif name == "r.jsonl":
+        assert (tmp_path / name).read_bytes() == b""
+    else:
+        raw = (tmp_path / name).read_bytes()
+        header = (gzip.decompress(raw) if name.endswith(".gz") else raw).decode()
+        assert header.splitlines() == [",".join(f'"{c}"' for c in columns)]
+
+
 def test_json_lines_and_parquet_together(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", DOCS[:20])
     pq.write_table(pa.Table.from_pylist(DOCS[20:]), tmp_path / "b.parquet")
