@@ -331,9 +331,14 @@ def _json_rows(
     try:
         described = con.execute(f"describe {query}", {"f": str(scratch)}).fetchall()
     except db.duckdb.Error as e:
-        raise InputError(
-            f"{named}: the kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
-        ) from None
+        try:  # a nested object read_json cannot make a struct of: typed by the values' kinds instead
+            names = names or _renamed_keys(con, scratch, always=True)
+            query = _typed_by_kind(con, scratch)
+            described = con.execute(f"describe {query}", {"f": str(scratch)}).fetchall()
+        except db.duckdb.Error:
+            raise InputError(
+                f"{named}: the kept rows cannot be typed for Parquet or CSV: {one_line(e, 200)}"
+            ) from None
     mixed = {name for name, kind, *_ in described if kind == "JSON"}
     stream = arrow_batches(con, query, {"f": str(scratch)}, corpus.SCAN_ROWS)
     if mixed:
@@ -341,6 +346,35 @@ def _json_rows(
     if names:
         stream = (batch.rename_columns([names.get(n, n) for n in batch.schema.names]) for batch in stream)
     return _JsonRows(stream, counts, named)
+
+
+SHALLOW = "read_json($f, format = 'newline_delimited', sample_size = -1, maximum_depth = 1)"
+# A column whose values are all of these JSON kinds (besides null), and the SQL type it is read as, as
+# read_json types them (json_type calls a whole number from 0 up UBIGINT).
+KINDS = (
+    ({"BIGINT", "UBIGINT"}, "bigint"),
+    ({"BIGINT", "UBIGINT", "DOUBLE"}, "double"),
+    ({"BOOLEAN"}, "boolean"),
+)
+
+
+def _typed_by_kind(con, scratch: Path) -> str:
+    """The query reading scratch rows (keyed c0, c1, ...: _renamed_keys) whose nested values read_json
+    cannot type (an object with two keys equal but for case): each column by the JSON kinds of its values,
+    numbers, strings and booleans as such, objects, arrays and columns of several kinds as JSON (their
+    text, _as_text)."""
+    described = con.execute(f"describe select * from {SHALLOW}", {"f": str(scratch)}).fetchall()
+    columns = [name for name, *_ in described]
+    kinds_of = ", ".join(f"list(distinct json_type({column}))" for column in columns)  # c0, c1, ...: ours
+    found = con.execute(f"select {kinds_of} from {SHALLOW}", {"f": str(scratch)}).fetchone()
+    selects = []
+    for column, kinds in zip(columns, found, strict=True):
+        kinds = {kind for kind in kinds if kind not in (None, "NULL")}
+        read = next((f"cast({column} as {t})" for ks, t in KINDS if kinds and kinds <= ks), None)
+        if kinds == {"VARCHAR"}:
+            read = f"json_extract_string({column}, '$')"
+        selects.append(f"{read or column} as {column}")
+    return f"select {', '.join(selects)} from {SHALLOW}"
 
 
 def _as_text(batch: pa.RecordBatch, columns: set[str]) -> pa.RecordBatch:
@@ -362,13 +396,13 @@ KEYS = (
 )
 
 
-def _renamed_keys(con, scratch: Path) -> dict[str, str]:
+def _renamed_keys(con, scratch: Path, always: bool = False) -> dict[str, str]:
     """DuckDB's read_json cannot make a column of the key "" (it gives one JSON column for the rows) or of
-    two keys equal but for case (it calls the second `Text_1`). Where the scratch rows have such keys, they
-    are written again with the keys c0, c1, ... (in the order first seen) and the map back is returned:
-    column name -> key. Otherwise nothing is written and the map is empty."""
+    two keys equal but for case (it calls the second `Text_1`). Where the scratch rows have such keys, or
+    `always`, they are written again with the keys c0, c1, ... (in the order first seen) and the map back
+    is returned: column name -> key. Otherwise nothing is written and the map is empty."""
     keys = [key for (key,) in con.execute(KEYS, {"f": str(scratch)}).fetchall()]
-    if "" not in keys and len({key.lower() for key in keys}) == len(keys):
+    if not always and "" not in keys and len({key.lower() for key in keys}) == len(keys):
         return {}
     column = {key: f"c{i}" for i, key in enumerate(keys)}
     renamed = scratch.with_name(f"renamed-{scratch.name}")

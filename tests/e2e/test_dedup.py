@@ -3,6 +3,7 @@ kept as they were, bad input, the CLI as a user runs it."""
 
 from __future__ import annotations
 
+import csv
 import datetime
 import decimal
 import gzip
@@ -267,6 +268,40 @@ def test_keys_duckdb_cannot_name_keep_their_names_in_parquet_and_csv(tmp_path):
     dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w2", out=tmp_path / "out.csv")
     header = (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header == '"n","id","text","Text","","note"'
+
+
+def test_nested_keys_equal_but_for_case_are_written_as_json_text(tmp_path):
+    # read_json cannot make a struct of {"Content-Type": .., "content-type": ..} (HTTP headers as a crawler
+    # records them): the columns are typed by their values' kinds, such objects kept as their JSON text
+    rows = [
+        {
+            "n": i,
+            **d,
+            "headers": {"Content-Type": "text/html", "content-type": "text/plain"} if i == 0 else {"a": i},
+            "score": i / 2,
+            "ok": i % 2 == 0,
+            "mixed": i if i % 3 else f"s{i}",
+            "": "empty key",
+        }
+        for i, d in enumerate(DOCS)
+    ]
+    kept = [r for r in rows if r["id"] not in EXPECTED]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w1", out=tmp_path / "out.parquet")
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == ["n", "id", "text", "headers", "score", "ok", "mixed", ""]
+    types = {f.name: f.type for f in out.schema}
+    assert types["n"] == pa.int64() and types["score"] == pa.float64() and types["ok"] == pa.bool_()
+    assert types["text"] == types["headers"] == types["mixed"] == pa.string()
+    assert [json.loads(h) for h in out.column("headers").to_pylist()] == [r["headers"] for r in kept]
+    assert out.column("mixed").to_pylist() == [str(r["mixed"]) for r in kept]  # a string as itself
+    assert out.column("text").to_pylist() == [r["text"] for r in kept]
+    assert out.column("score").to_pylist() == [r["score"] for r in kept]
+    dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w2", out=tmp_path / "out.csv")
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as f:
+        read = list(csv.DictReader(f))
+    assert [json.loads(r["headers"]) for r in read] == [r["headers"] for r in kept]
+    assert [r["n"] for r in read] == [str(r["n"]) for r in kept]
 
 
 def test_inputs_with_different_columns_make_one_table(tmp_path):
