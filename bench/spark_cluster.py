@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import http.client
 import json
 import os
 import re
@@ -348,7 +349,7 @@ def busy_worker(cluster: Cluster, driver_ui: str) -> int | None:
         busy = {e["id"] for e in listed if e.get("activeTasks", 0) > 0}
         if not busy and _rest(driver_ui, f"{base}/jobs?status=running"):
             busy = {e["id"] for e in listed if e.get("totalTasks", 0) > 0}
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, http.client.HTTPException):
         return None
     for number in range(1, len(cluster.processes)):
         if number not in cluster.killed and busy & executors([cluster.processes[number].pid]).keys():
@@ -426,7 +427,8 @@ def run_killing(
         thread.start()
     try:
         while stage and process.poll() is None and time.monotonic() - started < timeout:
-            if current[0] == stage and (number := busy_worker(cluster, driver_ui)) is not None:
+            number = busy_worker(cluster, driver_ui) if current[0] == stage else None
+            if number is not None and current[0] == stage:  # still in the stage after the REST calls
                 result.killed_at = time.monotonic() - started
                 result.worker = number
                 result.pids = kill_worker(cluster, number)

@@ -210,3 +210,6 @@ def test_run_tells_a_large_plan_before_the_signatures_are_made(tmp_path, monkeyp
     assert f"{p.l:,} tables of k = {p.k} on 300 URLs" in notes[0]
     before = "  signatures ..." if num_perm is None else "  buckets ..."
     assert said.index(notes[0]) < said.index(before)
+    said.clear()  # the same run again: every stage up to date, nothing to warn of
+    run(tmp_path / "large", params, bags=bags, resources=RESOURCES, log=said.append)
+    assert not [line for line in said if "large plan" in line], said

@@ -285,6 +285,32 @@ def test_stopping_the_server_stops_its_queries_and_waits_for_them(example_run, t
         server.server_close()
 
 
+def test_stop_queries_says_when_a_request_outlasts_its_wait(example_run, tmp_path, monkeypatch):
+    from lshsql.web import server as web_server
+
+    inside = threading.Event()
+
+    def slow(site, query):  # not in DuckDB, so no interrupt shortens it
+        inside.set()
+        time.sleep(1.5)
+        return "slow", ""
+
+    monkeypatch.setitem(web_server.ROUTES, "/", slow)
+    server = make_server(example_run, port=0, resources=one_thread(tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = address(server).rstrip("/")
+    request = threading.Thread(target=lambda: get(base, "/"), daemon=True)
+    try:
+        request.start()
+        assert inside.wait(30)
+        assert server.stop_queries(timeout=0.3) is False
+        request.join(30)
+        assert server.stop_queries(timeout=5) is True  # once it has ended
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.slow
 def test_ctrl_c_with_requests_in_flight_stops_the_server_cleanly(example_run):
     process = subprocess.Popen(

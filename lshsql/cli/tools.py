@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -314,7 +316,12 @@ def serve(
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        server.stop_queries()
+        if not server.stop_queries():  # a thread still in DuckDB as Python exits would abort the process
+            typer.echo(
+                "lshsql serve: queries still running 10 s after Ctrl-C: stopped without them", err=True
+            )
+            sys.stdout.flush()
+            os._exit(130)
         typer.echo("stopped")
     finally:
         server.server_close()

@@ -142,18 +142,19 @@ def _run(
             ):
                 check_user_table(work, relation, resources)
     m_planned: dict = {}
+    note = None  # the planner's word on a large plan (scurve.large_plan_note), for the next stage that runs
     with open_engine(engine, resources, spark_master, spark_conf) as stage_engine:
         for stage in STAGES:
             turn = time.perf_counter()  # a stage's seconds count the planning done for it (m, k and l)
             if stage.name == "signatures" and params.num_perm is None:
                 here = not (only and stage.name not in only)
-                params, m_planned, kept = _plan_num_perm(stage_engine, work, params, here, previous, log)
+                params, m_planned, kept, note = _plan_num_perm(stage_engine, work, params, here, previous)
                 summary.params = params
                 if kept:  # later runs keep it: their signatures stay valid
                     requested["num_perm"] = params.num_perm
                 plan_tables = params.k is None  # planned with m from the same sample, or not yet
             if stage.name == "buckets" and plan_tables and output_path(work, "signatures").exists():
-                params = _plan_tables(stage_engine, work, params, log)
+                params, note = _plan_tables(stage_engine, work, params)
                 summary.params = params
             # no pairs of signatures sampled: the closed form's
             if stage.name == "buckets" and params.k is None:
@@ -183,6 +184,9 @@ def _run(
                 summary.stages[stage.name] = {"rows": old.get("rows", 0), "skipped": True}
                 progress.stage_finished(stage.name, 0.0, skipped=True)
                 continue
+            if log and note:  # said once a stage runs, not when every stage after planning is up to date
+                log(note)
+                note = None
             if log:
                 log(f"  {stage.name} ...")
             progress.stage_started(stage.name)
@@ -242,7 +246,10 @@ def run_stages(
                 continue
             stage_started = time.perf_counter()  # the planning of k and l counts in buckets' seconds
             if stage.name == "buckets" and plan_tables:
-                params = summary.params = _plan_tables(engine, work, params)
+                params, note = _plan_tables(engine, work, params)
+                summary.params = params
+                if log and note:
+                    log(note)
             if log:
                 log(f"  {stage.name} ...")
             progress.stage_started(stage.name)
@@ -335,7 +342,7 @@ def _user_table_fingerprint(work: Path, relation: str) -> str | None:
     return f"table:{identity}" if identity else None
 
 
-def _plan_tables(engine: Engine, work: Path, params: Params, log: Log | None = None) -> Params:
+def _plan_tables(engine: Engine, work: Path, params: Params) -> tuple[Params, str | None]:
     """Choose (k, l) for this data, as `lshsql plan --work` does: from the agreement histogram of a fixed
     sample of URLs' signatures, the expected candidates of each admissible (k, l). The sample is read by
     DuckDB whatever the engine (engine.local_duckdb; it reads DIR/signatures.parquet, the same file either
@@ -343,22 +350,16 @@ def _plan_tables(engine: Engine, work: Path, params: Params, log: Log | None = N
     with engine.local_duckdb() as con:
         signatures, n_urls = sample_signatures(con, output_path(work, "signatures"), params.num_perm)
     if signatures is None or len(signatures) < 2:  # no pairs to sample: the closed form's (see _run)
-        return params
+        return params, None
     histogram = agreement_histogram(signatures)
     params = scurve.with_tables(replace(params, k=None, l=None), histogram, n_urls)
-    _say_if_large(log, params, n_urls, scurve.expected_candidates(histogram, n_urls, params.k, params.l))
-    return params
-
-
-def _say_if_large(log: Log | None, params: Params, n_urls: int, candidates: float) -> None:
-    note = scurve.large_plan_note(params, n_urls, candidates)
-    if log and note:
-        log(note)
+    candidates = scurve.expected_candidates(histogram, n_urls, params.k, params.l)
+    return params, scurve.large_plan_note(params, n_urls, candidates)
 
 
 def _plan_num_perm(
-    engine: Engine, work: Path, params: Params, here: bool, previous: dict, log: Log | None = None
-) -> tuple[Params, dict, bool]:
+    engine: Engine, work: Path, params: Params, here: bool, previous: dict
+) -> tuple[Params, dict, bool, str | None]:
     """m for a run that leaves it to the planner (Params.plans_num_perm). A folder whose signatures were
     made keeps their m (a rerun reuses them), so the choice is made once: before the signatures stage, from
     a sample of the bags (plan.num_perm_for_bags), read by DuckDB whatever the engine, as _plan_tables reads
@@ -367,10 +368,10 @@ def _plan_num_perm(
     keep m (not when neither signatures nor bags were there to choose it by)."""
     made = previous.get("signatures", {}).get("params", {}).get("num_perm")
     if made:
-        return replace(params, num_perm=made), {}, True
+        return replace(params, num_perm=made), {}, True, None
     if not here:  # signatures of the user's own, if any
         width = signature_width(output_path(work, "signatures"))
-        return replace(params, num_perm=width or DEFAULT_NUM_PERM), {}, width is not None
+        return replace(params, num_perm=width or DEFAULT_NUM_PERM), {}, width is not None, None
     bags_path = Path(input_paths(work, "bags"))  # a StageError when the file is missing
     entry = manifest.read(work)["stages"].get("bags", {})
     with engine.local_duckdb() as con:
@@ -384,9 +385,11 @@ def _plan_num_perm(
     k, l = tables or (None, None)  # noqa: E741
     work_by_m = {"num_perm_work": {str(key): round(value) for key, value in expected.items()}}
     params = replace(params, num_perm=m, k=k, l=l)
+    note = None
     if tables:
-        _say_if_large(log, params, int(n_urls), scurve.candidates_in_work(expected[m], l, int(n_urls), m))
-    return params, work_by_m, True
+        candidates = scurve.candidates_in_work(expected[m], l, int(n_urls), m)
+        note = scurve.large_plan_note(params, int(n_urls), candidates)
+    return params, work_by_m, True, note
 
 
 def _source_fingerprint(work: Path, bags: str | Path | None, previous: dict) -> str:

@@ -103,7 +103,10 @@ def write_outputs(
     if removed is not None:
         if removed_rows:
             picks = dedup_rows.selected(work, "duplicate", resources)
-            empty = None if picks else _removed_rows_schema(work, sources, format_of(removed), resources)
+            fmt = format_of(removed)
+            empty = None  # a JSON Lines file of no row has no columns to say
+            if not picks and fmt in ("parquet", "csv"):
+                empty = _removed_rows_schema(work, sources, fmt, resources)
             write_rows(Path(removed), sources, picks, resources, empty)
         else:
             _write_removed_table(work, Path(removed), resources)

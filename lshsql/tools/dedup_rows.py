@@ -350,12 +350,14 @@ def _json_rows(
 
 SHALLOW = "read_json($f, format = 'newline_delimited', sample_size = -1, maximum_depth = 1)"
 # A column whose values are all of these JSON kinds (besides null), and the SQL type it is read as, as
-# read_json types them (json_type calls a whole number from 0 up UBIGINT).
+# read_json types them (json_type calls a whole number from 0 up UBIGINT; one beyond BIGINT makes the
+# column DECIMAL(38, 0)).
 KINDS = (
     ({"BIGINT", "UBIGINT"}, "bigint"),
     ({"BIGINT", "UBIGINT", "DOUBLE"}, "double"),
     ({"BOOLEAN"}, "boolean"),
 )
+BEYOND_BIGINT = "bool_or({c} is not null and json_type({c}) = 'UBIGINT' and try_cast({c} as bigint) is null)"
 
 
 def _typed_by_kind(con, scratch: Path) -> str:
@@ -365,12 +367,16 @@ def _typed_by_kind(con, scratch: Path) -> str:
     text, _as_text)."""
     described = con.execute(f"describe select * from {SHALLOW}", {"f": str(scratch)}).fetchall()
     columns = [name for name, *_ in described]
-    kinds_of = ", ".join(f"list(distinct json_type({column}))" for column in columns)  # c0, c1, ...: ours
+    kinds_of = ", ".join(  # c0, c1, ...: names of ours
+        f"list(distinct json_type({column})), {BEYOND_BIGINT.format(c=column)}" for column in columns
+    )
     found = con.execute(f"select {kinds_of} from {SHALLOW}", {"f": str(scratch)}).fetchone()
     selects = []
-    for column, kinds in zip(columns, found, strict=True):
-        kinds = {kind for kind in kinds if kind not in (None, "NULL")}
+    for i, column in enumerate(columns):
+        kinds = {kind for kind in found[2 * i] if kind not in (None, "NULL")}
         read = next((f"cast({column} as {t})" for ks, t in KINDS if kinds and kinds <= ks), None)
+        if found[2 * i + 1] and kinds <= {"BIGINT", "UBIGINT"}:
+            read = f"cast({column} as decimal(38, 0))"
         if kinds == {"VARCHAR"}:
             read = f"json_extract_string({column}, '$')"
         selects.append(f"{read or column} as {column}")

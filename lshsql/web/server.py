@@ -103,10 +103,11 @@ class _Server(ThreadingHTTPServer):
     def answering(self) -> Iterator[bool]:
         """Around a request's queries: yields False once the server is stopping (answer without them)."""
         with self._idle:
-            if self.stopping:
-                yield False
-                return
-            self._in_queries += 1
+            open_ = not self.stopping
+            self._in_queries += open_
+        if not open_:
+            yield False
+            return
         try:
             yield True
         finally:

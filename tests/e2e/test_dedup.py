@@ -281,6 +281,7 @@ def test_nested_keys_equal_but_for_case_are_written_as_json_text(tmp_path):
             "score": i / 2,
             "ok": i % 2 == 0,
             "mixed": i if i % 3 else f"s{i}",
+            "big": 2**63 + i,  # beyond BIGINT: DECIMAL(38, 0), as read_json types it
             "": "empty key",
         }
         for i, d in enumerate(DOCS)
@@ -289,7 +290,8 @@ def test_nested_keys_equal_but_for_case_are_written_as_json_text(tmp_path):
     write_jsonl(tmp_path / "in.jsonl", rows)
     dedup_files([str(tmp_path / "in.jsonl")], tmp_path / "w1", out=tmp_path / "out.parquet")
     out = pq.read_table(tmp_path / "out.parquet")
-    assert out.column_names == ["n", "id", "text", "headers", "score", "ok", "mixed", ""]
+    assert out.column_names == ["n", "id", "text", "headers", "score", "ok", "mixed", "big", ""]
+    assert out.column("big").to_pylist() == [decimal.Decimal(r["big"]) for r in kept]
     types = {f.name: f.type for f in out.schema}
     assert types["n"] == pa.int64() and types["score"] == pa.float64() and types["ok"] == pa.bool_()
     assert types["text"] == types["headers"] == types["mixed"] == pa.string()
@@ -302,6 +304,16 @@ def test_nested_keys_equal_but_for_case_are_written_as_json_text(tmp_path):
         read = list(csv.DictReader(f))
     assert [json.loads(r["headers"]) for r in read] == [r["headers"] for r in kept]
     assert [r["n"] for r in read] == [str(r["n"]) for r in kept]
+    # JSON Lines out and removed rows of no duplicate: nothing to type, so nothing typed
+    unique = [r for r in rows if r["id"] not in EXPECTED]
+    write_jsonl(tmp_path / "unique.jsonl", unique)
+    dedup_files(
+        [str(tmp_path / "unique.jsonl")], tmp_path / "w3", out=tmp_path / "u.jsonl", removed=tmp_path / "r.jsonl",
+        removed_rows=True,
+    )  # fmt: skip
+    assert (tmp_path / "r.jsonl").read_bytes() == b"" and len(
+        (tmp_path / "u.jsonl").read_text().splitlines()
+    ) == len(unique)
 
 
 def test_inputs_with_different_columns_make_one_table(tmp_path):
