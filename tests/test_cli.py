@@ -475,6 +475,7 @@ def test_a_run_whose_bags_have_no_copies_above_one_does_not_import_pandas(tmp_pa
     assert run.stdout.splitlines()[-1] == "False"
 
 
+@pytest.mark.slow  # what fresh interpreters import, each run twice: make test-all (CI) runs it
 @pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed here")
 def test_the_kernels_start_without_scipy_linalg_in_the_command_only(tmp_path):
     """numba looks for SciPy's BLAS as it loads its numpy support, importing scipy.linalg where SciPy is

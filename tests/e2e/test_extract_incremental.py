@@ -285,6 +285,7 @@ def big_crawl(path: Path, n_pages: int = 300) -> str:
     return str(write_warc(path, [html_response(f"http://big.example/{n}", page) for n in range(n_pages)]))
 
 
+@pytest.mark.slow  # processes started and killed: make test-all (CI) runs it
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
 def test_kill_9_while_parsing_an_added_input_keeps_the_last_result(crawls, tmp_path):
     work = tmp_path / "w"

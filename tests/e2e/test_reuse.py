@@ -362,6 +362,7 @@ def test_tfidf_weights_are_recomputed_and_equal_a_fresh_run(tmp_path):
     assert_same_outputs(work, tmp_path / "fresh")
 
 
+@pytest.mark.slow  # processes started and killed: make test-all (CI) runs it
 def test_a_killed_incremental_run_leaves_the_previous_result_and_a_rerun_finishes(tmp_path):
     rng = random.Random(6)
     before = random_bags(rng, 3000)

@@ -191,6 +191,7 @@ def test_an_ingest_with_a_missing_bucket_is_ingested_again(tmp_path, cli):
     assert "up to date" in cli("ingest", str(DOCS), "--work", str(work), "--quiet").stdout
 
 
+@pytest.mark.slow  # processes started and killed: make test-all (CI) runs it
 def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun, cli):
     """A real kill -9 while the forced re-extraction writes: whatever moment it hits, the folder then gives
     the clusters it gave before, or says in one line that the crawl must be given again."""
@@ -221,6 +222,7 @@ def test_kill_9_during_a_reextraction_keeps_the_folder_usable(rerun, cli):
 # --- 2. one writer per work folder --------------------------------------------------------------------
 
 
+@pytest.mark.slow  # processes started and stopped: make test-all (CI) runs it
 def test_a_second_writer_stops_at_once_and_readers_go_on(work):
     with workdir.writing(work):
         for command in (["run"], ["stage", "pairs"], ["ingest", str(DOCS)], ["extract", str(EXAMPLE_CRAWL)]):
