@@ -121,8 +121,7 @@ def _removed_rows_schema(
     kept = dedup_rows.selected(work, "kept", resources)
     with dedup_rows.typed_rows(sources, kept, resources, fmt == "csv") as (schema, _):
         columns = list(schema or [])
-    added = (pa.int64(), pa.string(), pa.float64())  # kept_row, kept_id, similarity of dedup_rows.selected
-    return pa.schema(columns + [pa.field(name, t) for name, t in zip(dedup_rows.ADDED, added, strict=True)])
+    return pa.schema(columns + list(dedup_rows.ADDED_SCHEMA))
 
 
 def kept_table(work: Path, sources: list[CorpusSource], resources: db.Resources) -> pa.Table:

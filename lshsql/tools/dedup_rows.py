@@ -20,8 +20,12 @@ from lshsql.errors import InputError, StageError, one_line
 from lshsql.sources import corpus
 from lshsql.sources.corpus import CorpusSource, arrow_batches
 
-# with --removed-rows: the removed rows with these columns added (prefixed, so no input column is hidden)
-ADDED = ("lshsql_kept_row", "lshsql_kept_id", "lshsql_similarity")
+# with --removed-rows: the removed rows with these columns added (prefixed, so no input column is hidden),
+# typed as `selected` reads them (kept_row BIGINT, kept_id VARCHAR, similarity DOUBLE)
+ADDED_SCHEMA = pa.schema(
+    [("lshsql_kept_row", pa.int64()), ("lshsql_kept_id", pa.string()), ("lshsql_similarity", pa.float64())]
+)
+ADDED = tuple(ADDED_SCHEMA.names)
 
 
 def selected(work: Path, reason: str, resources: db.Resources) -> dict[int, tuple[np.ndarray, dict]]:
